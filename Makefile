@@ -1,0 +1,50 @@
+# The two commands a user needs: `make run` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+NODE_MODULES_STAMP := node_modules/.package-lock.json
+APT_PACKAGES := socat python3-pymodbus mosquitto-clients
+
+.PHONY: run build test lint bench install deps system-deps clean
+
+run: build
+	node dist/main.js run --config board/demo.json
+
+build: deps dist/.stamp
+
+dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package.json
+	npx tsc -p tsconfig.build.json
+	cp src/config/schema.json dist/config/schema.json
+	chmod +x dist/main.js
+	touch $@
+
+test: system-deps build
+	npx tsc -p tsconfig.json --noEmit
+	node scripts/test.mjs
+
+lint: deps
+	npx tsc -p tsconfig.json --noEmit
+
+bench: build
+	node --import tsx scripts/bench/run.ts
+
+install: deps system-deps
+
+deps: $(NODE_MODULES_STAMP)
+
+$(NODE_MODULES_STAMP): package.json package-lock.json
+	npm ci --no-fund --no-audit
+	touch $@
+
+# Test peers (socat pty pairs, an independent pymodbus slave, mosquitto clients) come from Debian.
+# Installed only when missing, and only where we can (root with apt-get); tests that need them
+# report skipped with the reason otherwise.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) || echo "warning: could not install$$missing"; \
+	  else echo "warning: missing Debian packages:$$missing (tests needing them are skipped)"; fi; \
+	fi
+
+clean:
+	rm -rf dist

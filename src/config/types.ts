@@ -1,0 +1,204 @@
+/**
+ * The loaded configuration, after schema validation with defaults filled in and durations/sizes parsed.
+ * Shape and defaults live in schema.json (the single source); this file is its TypeScript mirror.
+ * Durations are milliseconds, sizes bytes.
+ */
+import type { Access, PointType } from '../core/types.js';
+
+export interface ModbusPointBlock {
+  table: 'coil' | 'discrete' | 'input' | 'holding';
+  /** 0-based protocol address (1-based reference notation is converted on load). */
+  address: number;
+  data_type: 'bool' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'float32' | 'float64' | 'string';
+  /** Registers for `string`. */
+  length?: number;
+  /** Bit within a 16-bit register (0 = least significant). */
+  bit?: number;
+  word_order: 'big' | 'little';
+  byte_order: 'big' | 'little';
+}
+
+export interface GpioPointBlock {
+  /** BCM number (header pin names like "P1-11" are mapped on load by the gpio driver). */
+  pin: number | string;
+  direction: 'in' | 'out';
+  edge?: 'none' | 'rising' | 'falling' | 'both';
+  active_low?: boolean;
+  /** ms */
+  debounce?: number;
+  initial?: 0 | 1;
+}
+
+export type SimPointBlock =
+  | { fn: 'constant'; value: number | string }
+  | { fn: 'sine'; min: number; max: number; /** ms */ period: number }
+  | { fn: 'random_walk'; min: number; max: number; step: number }
+  | { fn: 'counter'; step: number };
+
+export interface PointConfig {
+  name: string;
+  type: PointType;
+  access: Access;
+  unit?: string;
+  description?: string;
+  scale: number;
+  offset: number;
+  decimals?: number;
+  /** Overrides the device's poll, ms. */
+  poll?: number;
+  report: 'change' | 'always';
+  modbus?: ModbusPointBlock;
+  gpio?: GpioPointBlock;
+  sim?: SimPointBlock;
+}
+
+export interface ModelConfig {
+  name: string;
+  manufacturer?: string;
+  description?: string;
+  points: PointConfig[];
+}
+
+export interface BusConfig {
+  id: string;
+  driver: 'simulator' | 'modbus-rtu' | 'modbus-tcp' | 'gpio';
+  /** Driver-specific keys (port, baud_rate, host, …), validated by the schema per driver. */
+  [key: string]: unknown;
+}
+
+/** Read-planner knobs shared by both Modbus buses. */
+export interface ModbusBusCommon {
+  /** ms */
+  timeout: number;
+  retries: number;
+  max_registers: number;
+  /** Largest register gap one read may bridge; "auto" = derived from the wire cost at the bus speed. */
+  max_gap: 'auto' | number;
+}
+
+export interface SimulatorBusConfig extends BusConfig {
+  driver: 'simulator';
+}
+
+export interface ModbusRtuBusConfig extends BusConfig, ModbusBusCommon {
+  driver: 'modbus-rtu';
+  port: string;
+  baud_rate: number;
+  parity: 'none' | 'even' | 'odd';
+  data_bits: 7 | 8;
+  stop_bits: 1 | 2;
+}
+
+export interface ModbusTcpBusConfig extends BusConfig, ModbusBusCommon {
+  driver: 'modbus-tcp';
+  host: string;
+  port: number;
+}
+
+export interface GpioBusConfig extends BusConfig {
+  driver: 'gpio';
+  /** gpiochip label overriding detection. */
+  chip?: string;
+}
+
+/** Narrows a bus by its driver: `if (isBus(bus, 'modbus-rtu')) bus.baud_rate`. */
+export type BusByDriver = {
+  simulator: SimulatorBusConfig;
+  'modbus-rtu': ModbusRtuBusConfig;
+  'modbus-tcp': ModbusTcpBusConfig;
+  gpio: GpioBusConfig;
+};
+export const isBus = <D extends BusConfig['driver']>(bus: BusConfig, driver: D): bus is BusByDriver[D] => bus.driver === driver;
+
+/** Simulator fault knobs on a device (tests and demos): fail the first N reads, or never answer. */
+export interface SimFault {
+  fail_reads?: number;
+  silent?: boolean;
+}
+
+export interface DeviceConfig {
+  id: string;
+  model: string;
+  bus: string;
+  /** ms */
+  ttl?: number;
+  /** ms, default 1s */
+  poll: number;
+  /** Modbus unit id 1..247 (required on Modbus buses). */
+  unit_id?: number;
+  /** Fewer registers per read than the bus allows, for devices that refuse long reads. */
+  max_registers?: number;
+  description?: string;
+  sim_fault?: SimFault;
+  [key: string]: unknown;
+}
+
+export interface MqttUserConfig {
+  username: string;
+  /** Output of `shadowgate hash-password`. */
+  password_hash: string;
+  can_write: boolean;
+}
+
+export interface MqttBridgeConfig {
+  url: string;
+  username?: string;
+  password?: string;
+  topic_prefix: string;
+  /** bytes */
+  queue_max: number;
+  client_id?: string;
+}
+
+export interface MqttConfig {
+  enable: boolean;
+  host: string;
+  port: number;
+  ws_port: number;
+  base_topic: string;
+  users: MqttUserConfig[];
+  allow_anonymous: boolean;
+  homeassistant: { enable: boolean; prefix: string };
+  bridge?: MqttBridgeConfig;
+  [key: string]: unknown;
+}
+
+export interface ShadowExportConfig {
+  enable: boolean;
+  format: 'json';
+  /** ms */
+  interval: number;
+  /** Subset of "mqtt", "http", "file". */
+  targets: string[];
+  /** timeout in ms; queue_max in exports (a count). */
+  http?: { url: string; timeout: number; queue_max: number };
+  /** max_size in bytes. */
+  file?: { path: string; mode: 'snapshot' | 'append'; max_size: number };
+  [key: string]: unknown;
+}
+
+export interface GatewayConfig {
+  /** data_dir is absolute after loading (a relative one is resolved against the process's cwd). */
+  gateway: { id: string; data_dir: string; log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; board?: string };
+  /** body_limit in bytes. */
+  http: { host: string; port: number; body_limit: number; auth: { tokens: string[]; protect_reads: boolean } };
+  mqtt: MqttConfig;
+  /** Durations in ms. */
+  shadow: { max_devices: number; max_points: number; default_ttl: number; check_interval: number; persist_interval: number };
+  /** retention in ms, max_disk in bytes. */
+  history: { enable: boolean; retention: number; max_disk: number };
+  export: { shadow: ShadowExportConfig };
+  buses: BusConfig[];
+  /** Library (board/models/*.json) and inline models merged, by name; `name` defaults to the key. */
+  models: Record<string, ModelConfig>;
+  devices: DeviceConfig[];
+}
+
+/** A device with its model resolved: what a driver is handed. */
+export interface ResolvedDevice {
+  config: DeviceConfig;
+  model: ModelConfig;
+  /** Points by name, for validation on the write path. */
+  points: Map<string, PointConfig>;
+  ttl: number;
+}

@@ -1,0 +1,56 @@
+/**
+ * A point's model applied to values, both ways, for every driver alike: inbound raw → shadow value
+ * (`value = raw * scale + offset`, rounded to `decimals`, typed by the point), outbound request value →
+ * checked shadow value + raw value to send (scale/offset inverted). Pure.
+ */
+import { invalidValue } from './errors.js';
+import type { PointType, Value } from './types.js';
+
+export interface PointModel {
+  name: string;
+  type: PointType;
+  scale?: number;
+  offset?: number;
+  decimals?: number;
+}
+
+type Raw = number | string | boolean;
+
+const round = (v: number, decimals: number): number => {
+  const f = 10 ** decimals;
+  return Math.round(v * f) / f;
+};
+
+/** Shadow value for a raw device value; undefined when the raw value cannot be a value of this point. */
+export function fromRaw(point: PointModel, raw: Raw): Value | undefined {
+  if (point.type === 'string') return typeof raw === 'string' ? raw : String(raw);
+  const n = typeof raw === 'boolean' ? (raw ? 1 : 0) : typeof raw === 'number' ? raw : Number(raw);
+  if (!Number.isFinite(n)) return undefined;
+  const v = n * (point.scale ?? 1) + (point.offset ?? 0);
+  if (point.type === 'int') return Math.round(v);
+  return point.decimals === undefined ? v : round(v, point.decimals);
+}
+
+const NUMERIC = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
+
+/**
+ * Checks a requested write value against the point type (query strings arrive as text) and returns
+ * the value to record as writeValue and the raw value for the driver.
+ */
+export function toRaw(point: PointModel, value: unknown): { value: Value; raw: Raw } {
+  if (point.type === 'string') {
+    if (typeof value === 'string') return { value, raw: value };
+    if (typeof value === 'number' && Number.isFinite(value)) return { value: String(value), raw: String(value) };
+    throw invalidValue(`value ${JSON.stringify(value) ?? String(value)} is not a string for point ${point.name}`);
+  }
+  let n: number | undefined;
+  if (typeof value === 'number') n = value;
+  else if (typeof value === 'boolean') n = value ? 1 : 0;
+  else if (typeof value === 'string' && NUMERIC.test(value)) n = Number(value);
+  else if (typeof value === 'string' && /^(true|false)$/i.test(value.trim())) n = value.trim().toLowerCase() === 'true' ? 1 : 0;
+  const shown = typeof value === 'string' ? `"${value}"` : JSON.stringify(value) ?? String(value);
+  if (n === undefined || !Number.isFinite(n)) throw invalidValue(`value ${shown} is not ${point.type === 'int' ? 'an int' : 'a float'} for point ${point.name}`);
+  if (point.type === 'int' && !Number.isInteger(n)) throw invalidValue(`value ${shown} is not an int for point ${point.name}`);
+  const raw = (n - (point.offset ?? 0)) / (point.scale ?? 1);
+  return { value: n, raw: Number.isFinite(raw) ? raw : n };
+}

@@ -1,0 +1,452 @@
+/**
+ * The device shadow: the latest known state of every device, with the seed's 16 operations (names exact,
+ * as integrators know them from the upstream gateway) plus SetDevicePoints. Pure: no I/O, time from a Clock.
+ * Operations that the seed says return "error" throw a GatewayError instead (TypeScript idiom).
+ * Online/offline rules: see DESIGN.md §3; the ★ decisions are implemented as written there.
+ */
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+import { formatGoDuration, parseDuration } from './duration.js';
+import { GatewayError, invalidValue, unknownDevice, unknownPoint } from './errors.js';
+import type { PointChange, ShadowEvents } from './events.js';
+import { EventBus } from './events.js';
+import {
+  HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE, ShadowTable,
+} from './table.js';
+import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Value } from './types.js';
+import { ZERO_TIME_ISO } from './types.js';
+
+export interface ShadowOptions {
+  maxDevices: number;
+  maxPoints: number;
+  /** ms; used when AddDevice gets no ttl. */
+  defaultTtl: number;
+  clock?: Clock;
+  bus?: EventBus<ShadowEvents>;
+}
+
+/** Rules 3–5: three failures, or one failure more than 60 s after the last data, mean offline. */
+export const MAX_FAILURES = 3;
+export const FAILURE_WINDOW_MS = 60_000;
+
+const ONLINE = STATE_CODE.Online;
+const OFFLINE = STATE_CODE.Offline;
+const INITIALIZING = STATE_CODE.Initializing;
+const MAYBE_OFFLINE = STATE_CODE.MaybeOffline;
+
+export interface ShadowStats {
+  totalDevices: number;
+  onlineDevices: number;
+  dataPoints: number;
+  /** GetDevicePoint calls that returned a value, over all calls (0..1; NaN before the first call). */
+  hitRate: number;
+  allocatedBytes: number;
+  freeDeviceSlots: number;
+  freePointSlots: number;
+  states: Record<DeviceState, number>;
+}
+
+export const isOnlineState = (code: number): boolean => code !== OFFLINE;
+
+export class Shadow {
+  readonly table: ShadowTable;
+  readonly bus: EventBus<ShadowEvents>;
+  readonly clock: Clock;
+  readonly defaultTtl: number;
+  private readonly index = new Map<string, number>();
+  private hits = 0;
+  private lookups = 0;
+  /** Bumps on every mutation: persistence saves only when it moved. */
+  changeSeq = 0;
+  /** Bumps when devices or points are added or removed: persistence caches the structure by it. */
+  structureSeq = 0;
+
+  constructor(opts: ShadowOptions) {
+    if (!(opts.maxDevices > 0) || !(opts.maxPoints > 0)) throw new Error('shadow capacity must be positive');
+    this.table = new ShadowTable(opts.maxDevices, opts.maxPoints);
+    this.clock = opts.clock ?? systemClock;
+    this.bus = opts.bus ?? new EventBus<ShadowEvents>();
+    this.defaultTtl = opts.defaultTtl;
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------------
+
+  /** Adds a device (Offline, no data). An existing id is left as it is, as upstream does. */
+  AddDevice(id: string, modelName: string, ttl?: number | string, options: AddDeviceOptions = {}): void {
+    if (this.index.has(id)) return;
+    const ttlMs = ttl === undefined ? this.defaultTtl : typeof ttl === 'string' ? parseDuration(ttl) : ttl;
+    if (!(ttlMs > 0)) throw invalidValue(`ttl must be positive for device ${id}`);
+    const points = options.points ?? [];
+    if (this.index.size >= this.table.maxDevices) {
+      throw new GatewayError('CAPACITY_DEVICES', `shadow is full: max_devices ${this.table.maxDevices} reached, cannot add ${id}`);
+    }
+    if (points.length > this.table.freePointSlots) {
+      throw new GatewayError('CAPACITY_POINTS',
+        `shadow is full: device ${id} needs ${points.length} points, ${this.table.freePointSlots} of max_points ${this.table.maxPoints} left`);
+    }
+    const slot = { id, model: modelName, points: new Map<string, number>(), names: [] as string[], declared: points.length > 0 };
+    const d = this.table.allocDevice(slot);
+    this.table.devTtl[d] = ttlMs;
+    for (const p of points) {
+      if (slot.points.has(p.name)) continue;
+      slot.points.set(p.name, this.table.allocPoint(p.report === 'always' ? REPORT_ALWAYS : 0));
+      slot.names.push(p.name);
+    }
+    this.index.set(id, d);
+    this.changeSeq++;
+    this.structureSeq++;
+    this.bus.emit('deviceAdded', { id });
+  }
+
+  HasDevice(id: string): boolean {
+    return this.index.has(id);
+  }
+
+  /** Destroys the devices' shadows; unknown ids are ignored (upstream behaviour). */
+  DeleteDevice(...ids: string[]): void {
+    for (const id of ids) {
+      const d = this.index.get(id);
+      if (d === undefined) continue;
+      this.table.freeDevice(d);
+      this.index.delete(id);
+      this.changeSeq++;
+      this.structureSeq++;
+      this.bus.emit('deviceDeleted', { id });
+    }
+  }
+
+  // ---- data in ---------------------------------------------------------------------------------
+
+  SetDevicePoint(id: string, pointName: string, value: Value): void {
+    this.SetDevicePoints(id, { [pointName]: value });
+  }
+
+  /**
+   * Atomic multi-point update (rule 1): all points or none, one dataChange event. Missing points are
+   * created (upstream does) if capacity allows; the whole update is refused before any change otherwise.
+   */
+  SetDevicePoints(id: string, values: Readonly<Record<string, Value>>, opts: SetOptions = {}): void {
+    const d = this.slotOf(id);
+    const t = this.table;
+    const dev = t.devices[d]!;
+    if (opts.expectedVersion !== undefined && opts.expectedVersion !== t.devVersion[d]) {
+      throw new GatewayError('VERSION_CONFLICT',
+        `version conflict on ${id}: expected ${opts.expectedVersion}, current ${t.devVersion[d]}`);
+    }
+    let missing = 0;
+    for (const name in values) {
+      const v = values[name];
+      if (typeof v === 'number' ? !Number.isFinite(v) : typeof v !== 'string') {
+        throw invalidValue(`value for point ${name} must be a finite number or a string`);
+      }
+      if (!dev.points.has(name)) missing++;
+    }
+    if (missing > t.freePointSlots) {
+      throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${t.maxPoints} reached, cannot add points to ${id}`);
+    }
+    const now = this.clock.now();
+    const listening = this.bus.hasListeners('dataChange');
+    let changes: PointChange[] | undefined;
+    for (const name in values) {
+      const v = values[name]!;
+      let p = dev.points.get(name);
+      if (p === undefined) {
+        p = t.allocPoint();
+        dev.points.set(name, p);
+        dev.names.push(name);
+        this.structureSeq++;
+      }
+      const flags = t.ptFlags[p]!;
+      let changed: boolean;
+      if (typeof v === 'number') {
+        changed = (flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE || t.ptNum[p] !== v;
+        t.ptNum[p] = v;
+        t.ptFlags[p] = (flags | HAS_VALUE) & ~STR_VALUE;
+        t.ptStr[p] = undefined;
+      } else {
+        changed = (flags & (HAS_VALUE | STR_VALUE)) !== (HAS_VALUE | STR_VALUE) || t.ptStr[p] !== v;
+        t.ptStr[p] = v;
+        t.ptFlags[p] = flags | HAS_VALUE | STR_VALUE;
+      }
+      t.ptUpdatedAt[p] = now;
+      if (listening && (changed || (flags & REPORT_ALWAYS) !== 0)) (changes ??= []).push({ name, value: v });
+    }
+    t.devUpdatedAt[d] = now;
+    t.devDisconnect[d] = 0;
+    t.devVersion[d]!++;
+    this.changeSeq++;
+    const state = t.devState[d]!;
+    if (state === OFFLINE) {
+      // Offline → (first data) Initializing → (a point value is set) Online.
+      this.transition(d, INITIALIZING, now);
+      this.transition(d, ONLINE, now);
+    } else if (state !== ONLINE) {
+      this.transition(d, ONLINE, now);
+    }
+    if (changes) this.bus.emit('dataChange', { id, values: changes, time: now });
+  }
+
+  // ---- data out --------------------------------------------------------------------------------
+
+  /** Rule 8: the value only while the device is online and the point's data is within the TTL; else null. */
+  GetDevicePoint(id: string, pointName: string): Value | null {
+    const d = this.slotOf(id);
+    const t = this.table;
+    const p = t.devices[d]!.points.get(pointName);
+    this.lookups++;
+    if (p === undefined || t.devState[d] === OFFLINE) return null;
+    const flags = t.ptFlags[p]!;
+    if ((flags & HAS_VALUE) === 0 || this.clock.now() - t.ptUpdatedAt[p]! > t.devTtl[d]!) return null;
+    this.hits++;
+    return (flags & STR_VALUE) !== 0 ? t.ptStr[p]! : t.ptNum[p]!;
+  }
+
+  GetDevicePoints(id: string): Record<string, DevicePoint> {
+    const d = this.slotOf(id);
+    const out: Record<string, DevicePoint> = {};
+    for (const name of this.table.devices[d]!.names) out[name] = this.pointDetails(d, name);
+    return out;
+  }
+
+  GetDevicePointDetails(id: string, pointName: string): DevicePoint {
+    const d = this.slotOf(id);
+    if (!this.table.devices[d]!.points.has(pointName)) throw unknownPoint(pointName);
+    return this.pointDetails(d, pointName);
+  }
+
+  /** ms since the epoch of the last data; 0 when none arrived yet. */
+  GetDeviceUpdateAt(id: string): number {
+    return this.table.devUpdatedAt[this.slotOf(id)]!;
+  }
+
+  /** A status refresh: Online → Refreshing → Online, or Offline when the TTL has run out meanwhile. */
+  GetDeviceStatus(id: string): boolean {
+    const d = this.slotOf(id);
+    const state = this.table.devState[d]!;
+    if (state === ONLINE) {
+      const now = this.clock.now();
+      this.transition(d, STATE_CODE.Refreshing, now);
+      if (this.expired(d, now)) this.goOffline(d, 'ttl', now);
+      else this.transition(d, ONLINE, now);
+    } else if (state !== OFFLINE && this.expired(d, this.clock.now())) {
+      this.goOffline(d, 'ttl', this.clock.now());
+    }
+    return this.table.devState[d] !== OFFLINE;
+  }
+
+  GetDevice(id: string): [Device | null, boolean] {
+    const d = this.index.get(id);
+    return d === undefined ? [null, false] : [this.deviceOf(d), true];
+  }
+
+  /** Every device, sorted by id (stable output; upstream's REST sorts too). */
+  GetDevices(): Device[] {
+    return [...this.index.keys()].sort().map((id) => this.deviceOf(this.index.get(id)!));
+  }
+
+  /** The state machine's current state (exposed in REST and stats). */
+  GetDeviceState(id: string): DeviceState {
+    return STATES[this.table.devState[this.slotOf(id)]!]!;
+  }
+
+  GetDeviceVersion(id: string): number {
+    return this.table.devVersion[this.slotOf(id)]!;
+  }
+
+  // ---- online / offline ------------------------------------------------------------------------
+
+  /**
+   * Rule 2 — a send/read succeeded: failures reset, MaybeOffline → Online, Offline → Initializing
+   * (alive, waiting for its first value). ★ It also restarts the TTL clock (updatedAt = now): upstream
+   * does not, which flips a forced-online device back offline at the next sweep.
+   */
+  SetOnline(id: string): void {
+    const d = this.slotOf(id);
+    const t = this.table;
+    const now = this.clock.now();
+    t.devDisconnect[d] = 0;
+    t.devUpdatedAt[d] = now;
+    t.devVersion[d]!++;
+    this.changeSeq++;
+    const state = t.devState[d]!;
+    if (state === OFFLINE) this.transition(d, INITIALIZING, now);
+    else if (state === MAYBE_OFFLINE) this.transition(d, ONLINE, now);
+  }
+
+  SetOffline(id: string): void {
+    const d = this.slotOf(id);
+    if (this.table.devState[d] !== OFFLINE) this.goOffline(d, 'forced', this.clock.now());
+  }
+
+  /** Rules 3–6 (★ either condition sends the device offline). Called once per failed request. */
+  MayBeOffline(id: string): void {
+    const d = this.slotOf(id);
+    const t = this.table;
+    if (t.devState[d] === OFFLINE) return;
+    const now = this.clock.now();
+    const failures = ++t.devDisconnect[d]!;
+    t.devVersion[d]!++;
+    this.changeSeq++;
+    if (failures >= MAX_FAILURES) this.goOffline(d, 'failures', now);
+    else if (now - t.devUpdatedAt[d]! > FAILURE_WINDOW_MS) this.goOffline(d, 'no-data', now);
+    else if (t.devState[d] === ONLINE) this.transition(d, MAYBE_OFFLINE, now);
+  }
+
+  /** Rule 7 / ★4: the periodic TTL check (every shadow.check_interval). */
+  CheckTTL(): void {
+    const t = this.table;
+    const now = this.clock.now();
+    for (const d of this.index.values()) {
+      const state = t.devState[d]!;
+      if (state === OFFLINE) continue;
+      this.transition(d, STATE_CODE.Checking, now);
+      if (this.expired(d, now)) this.goOffline(d, 'ttl', now);
+      else this.transition(d, state === INITIALIZING ? INITIALIZING : t.devDisconnect[d]! > 0 ? MAYBE_OFFLINE : ONLINE, now);
+    }
+  }
+
+  // ---- write values ----------------------------------------------------------------------------
+
+  /** Stores the control value sent down (rule 9); creates the point if missing, as upstream does. */
+  SetWritePointValue(id: string, pointName: string, value: Value): void {
+    const d = this.slotOf(id);
+    const t = this.table;
+    const dev = t.devices[d]!;
+    let p = dev.points.get(pointName);
+    if (p === undefined) {
+      p = t.allocPoint();
+      if (p < 0) throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${t.maxPoints} reached`);
+      dev.points.set(pointName, p);
+      dev.names.push(pointName);
+      this.structureSeq++;
+    }
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw invalidValue(`write value for ${pointName} must be finite`);
+      t.ptWriteNum[p] = value;
+      t.ptWriteStr[p] = undefined;
+      t.ptFlags[p] = (t.ptFlags[p]! | HAS_WRITE) & ~STR_WRITE;
+    } else {
+      t.ptWriteStr[p] = value;
+      t.ptFlags[p] = t.ptFlags[p]! | HAS_WRITE | STR_WRITE;
+    }
+    t.ptWriteAt[p] = this.clock.now();
+    t.devVersion[d]!++;
+    this.changeSeq++;
+  }
+
+  GetWritePointValue(id: string, pointName: string): Value | null {
+    const d = this.slotOf(id);
+    const p = this.table.devices[d]!.points.get(pointName);
+    if (p === undefined) throw unknownPoint(pointName);
+    return this.writeValueOf(p);
+  }
+
+  // ---- stats -----------------------------------------------------------------------------------
+
+  stats(): ShadowStats {
+    const t = this.table;
+    const states = Object.fromEntries(STATES.map((s) => [s, 0])) as Record<DeviceState, number>;
+    let online = 0;
+    let points = 0;
+    for (const d of this.index.values()) {
+      const code = t.devState[d]!;
+      states[STATES[code]!]++;
+      if (code !== OFFLINE) online++;
+      points += t.devices[d]!.names.length;
+    }
+    return {
+      totalDevices: this.index.size,
+      onlineDevices: online,
+      dataPoints: points,
+      hitRate: this.lookups === 0 ? Number.NaN : this.hits / this.lookups,
+      allocatedBytes: t.allocatedBytes,
+      freeDeviceSlots: t.freeDeviceSlots,
+      freePointSlots: t.freePointSlots,
+      states,
+    };
+  }
+
+  /** Device slot for an id (used by snapshot/restore); -1 when unknown. */
+  slotIndex(id: string): number {
+    return this.index.get(id) ?? -1;
+  }
+
+  /** Slot indexes of every device, in insertion order. */
+  slots(): IterableIterator<number> {
+    return this.index.values();
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  private slotOf(id: string): number {
+    const d = this.index.get(id);
+    if (d === undefined) throw unknownDevice();
+    return d;
+  }
+
+  private expired(d: number, now: number): boolean {
+    return now - this.table.devUpdatedAt[d]! > this.table.devTtl[d]!;
+  }
+
+  /** Moves the state and raises `online` when the online flag flips. */
+  transition(d: number, next: number, now: number): void {
+    const t = this.table;
+    const prev = t.devState[d]!;
+    if (prev === next) return;
+    t.devState[d] = next;
+    this.changeSeq++;
+    if (this.bus.hasListeners('stateChange')) {
+      this.bus.emit('stateChange', { id: t.devices[d]!.id, from: STATES[prev]!, to: STATES[next]!, time: now });
+    }
+    if ((prev === OFFLINE) !== (next === OFFLINE)) {
+      this.bus.emit('online', { id: t.devices[d]!.id, online: next !== OFFLINE, state: STATES[next]!, time: now });
+    }
+  }
+
+  private goOffline(d: number, reason: ShadowEvents['ShadowOffline']['reason'], now: number): void {
+    this.transition(d, OFFLINE, now);
+    this.bus.emit('ShadowOffline', { id: this.table.devices[d]!.id, reason, time: now });
+  }
+
+  private writeValueOf(p: number): Value | null {
+    const t = this.table;
+    const flags = t.ptFlags[p]!;
+    if ((flags & HAS_WRITE) === 0) return null;
+    return (flags & STR_WRITE) !== 0 ? t.ptWriteStr[p]! : t.ptWriteNum[p]!;
+  }
+
+  private pointDetails(d: number, name: string): DevicePoint {
+    const t = this.table;
+    const p = t.devices[d]!.points.get(name)!;
+    const flags = t.ptFlags[p]!;
+    return {
+      name,
+      value: (flags & HAS_VALUE) === 0 ? null : (flags & STR_VALUE) !== 0 ? t.ptStr[p]! : t.ptNum[p]!,
+      writeValue: this.writeValueOf(p),
+      updatedAt: isoTime(t.ptUpdatedAt[p]!),
+      writeAt: isoTime(t.ptWriteAt[p]!),
+    };
+  }
+
+  private deviceOf(d: number): Device {
+    const t = this.table;
+    const slot = t.devices[d]!;
+    const points: Record<string, DevicePoint> = {};
+    for (const name of slot.names) points[name] = this.pointDetails(d, name);
+    const state = STATES[t.devState[d]!]!;
+    return {
+      id: slot.id,
+      modelName: slot.model,
+      points,
+      online: state !== 'Offline',
+      state,
+      ttl: formatGoDuration(t.devTtl[d]!),
+      disconnectTimes: t.devDisconnect[d]!,
+      updatedAt: isoTime(t.devUpdatedAt[d]!),
+      version: t.devVersion[d]!,
+    };
+  }
+}
+
+/** ISO 8601 for an epoch-ms time; 0 (never) is the seed's zero time. */
+export const isoTime = (ms: number): string => (ms === 0 ? ZERO_TIME_ISO : new Date(ms).toISOString());

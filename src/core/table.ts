@@ -1,0 +1,126 @@
+/**
+ * The fixed-size storage behind the shadow: columns allocated once from max_devices/max_points
+ * (typed arrays for numbers and times, slot arrays for strings), so memory does not grow with traffic.
+ * Slots are recycled through free lists; running out is the caller's clear error, never growth.
+ */
+import type { DeviceState } from './types.js';
+
+export const STATES: readonly DeviceState[] = ['Offline', 'Initializing', 'Online', 'Checking', 'MaybeOffline', 'Refreshing'];
+export const STATE_CODE: Record<DeviceState, number> = {
+  Offline: 0, Initializing: 1, Online: 2, Checking: 3, MaybeOffline: 4, Refreshing: 5,
+};
+
+// Point flag bits.
+export const HAS_VALUE = 1;
+export const STR_VALUE = 2;
+export const HAS_WRITE = 4;
+export const STR_WRITE = 8;
+export const REPORT_ALWAYS = 16;
+
+/** Per-device data that is not numeric: identity and the point index. */
+export interface DeviceSlot {
+  id: string;
+  model: string;
+  /** Point name → point slot. */
+  points: Map<string, number>;
+  /** Names in insertion order (stable output and snapshot order). */
+  names: string[];
+  /** True when points came from a model: restore only fills those. */
+  declared: boolean;
+}
+
+export class ShadowTable {
+  readonly devices: (DeviceSlot | undefined)[];
+  readonly devTtl: Float64Array;
+  readonly devUpdatedAt: Float64Array;
+  readonly devDisconnect: Uint32Array;
+  readonly devState: Uint8Array;
+  readonly devVersion: Float64Array;
+
+  readonly ptNum: Float64Array;
+  readonly ptUpdatedAt: Float64Array;
+  readonly ptWriteNum: Float64Array;
+  readonly ptWriteAt: Float64Array;
+  readonly ptFlags: Uint8Array;
+  readonly ptStr: (string | undefined)[];
+  readonly ptWriteStr: (string | undefined)[];
+
+  private readonly freeDevices: Int32Array;
+  private freeDeviceCount: number;
+  private readonly freePoints: Int32Array;
+  private freePointCount: number;
+
+  constructor(readonly maxDevices: number, readonly maxPoints: number) {
+    this.devices = new Array<DeviceSlot | undefined>(maxDevices).fill(undefined);
+    this.devTtl = new Float64Array(maxDevices);
+    this.devUpdatedAt = new Float64Array(maxDevices);
+    this.devDisconnect = new Uint32Array(maxDevices);
+    this.devState = new Uint8Array(maxDevices);
+    this.devVersion = new Float64Array(maxDevices);
+    this.ptNum = new Float64Array(maxPoints);
+    this.ptUpdatedAt = new Float64Array(maxPoints);
+    this.ptWriteNum = new Float64Array(maxPoints);
+    this.ptWriteAt = new Float64Array(maxPoints);
+    this.ptFlags = new Uint8Array(maxPoints);
+    this.ptStr = new Array<string | undefined>(maxPoints).fill(undefined);
+    this.ptWriteStr = new Array<string | undefined>(maxPoints).fill(undefined);
+    // Free lists hold the lowest slots on top so slots are handed out in order.
+    this.freeDevices = Int32Array.from({ length: maxDevices }, (_, i) => maxDevices - 1 - i);
+    this.freeDeviceCount = maxDevices;
+    this.freePoints = Int32Array.from({ length: maxPoints }, (_, i) => maxPoints - 1 - i);
+    this.freePointCount = maxPoints;
+  }
+
+  get freeDeviceSlots(): number {
+    return this.freeDeviceCount;
+  }
+
+  get freePointSlots(): number {
+    return this.freePointCount;
+  }
+
+  /** Bytes held by the columns (what `memoryUsage` reports); fixed for the process lifetime. */
+  get allocatedBytes(): number {
+    const numeric = this.maxDevices * (8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 8 + 1);
+    const slotArrays = (this.maxDevices + 2 * this.maxPoints) * 8;
+    return numeric + slotArrays;
+  }
+
+  allocDevice(slot: DeviceSlot): number {
+    if (this.freeDeviceCount === 0) return -1;
+    const index = this.freeDevices[--this.freeDeviceCount]!;
+    this.devices[index] = slot;
+    this.devTtl[index] = 0;
+    this.devUpdatedAt[index] = 0;
+    this.devDisconnect[index] = 0;
+    this.devState[index] = STATE_CODE.Offline;
+    this.devVersion[index] = 0;
+    return index;
+  }
+
+  freeDevice(index: number): void {
+    const slot = this.devices[index];
+    if (!slot) return;
+    for (const p of slot.points.values()) this.freePoint(p);
+    this.devices[index] = undefined;
+    this.freeDevices[this.freeDeviceCount++] = index;
+  }
+
+  allocPoint(flags = 0): number {
+    if (this.freePointCount === 0) return -1;
+    const index = this.freePoints[--this.freePointCount]!;
+    this.ptNum[index] = 0;
+    this.ptUpdatedAt[index] = 0;
+    this.ptWriteNum[index] = 0;
+    this.ptWriteAt[index] = 0;
+    this.ptFlags[index] = flags;
+    return index;
+  }
+
+  private freePoint(index: number): void {
+    this.ptFlags[index] = 0;
+    this.ptStr[index] = undefined;
+    this.ptWriteStr[index] = undefined;
+    this.freePoints[this.freePointCount++] = index;
+  }
+}

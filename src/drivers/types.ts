@@ -1,0 +1,56 @@
+/**
+ * The hardware contract, types only: every driver (simulator, modbus-rtu, modbus-tcp, gpio) implements
+ * Driver and is built by a DriverFactory; the composition root hands it a DataSink and never the shadow.
+ * Values crossing this boundary are RAW device values (before scale/offset); the sink applies the model.
+ */
+import type { Clock } from '../core/clock.js';
+import type { Value } from '../core/types.js';
+import type { BusConfig, ResolvedDevice } from '../config/types.js';
+import type { Logger } from '../util/logger.js';
+
+export type RawValue = number | string | boolean;
+
+export interface PointWrite {
+  name: string;
+  /** Raw value to send (scale/offset already inverted, type already checked). */
+  value: RawValue;
+}
+
+/** Where a driver reports what it read; the gateway turns it into shadow updates and offline accounting. */
+export interface DataSink {
+  /** Raw values read from one device in one request (applied atomically to the shadow). */
+  data(deviceId: string, values: Record<string, RawValue>): void;
+  /** One failed request to a device (feeds MayBeOffline). */
+  failure(deviceId: string, error: Error): void;
+  /** A request succeeded without data (rule 2: keeps the device online). */
+  success?(deviceId: string): void;
+}
+
+export interface DriverContext {
+  sink: DataSink;
+  clock: Clock;
+  log: Logger;
+  /** Last value the shadow holds for a point after restore (a simulator resumes from it). */
+  lastValue(deviceId: string, point: string): Value | null;
+  /** Last control value written to a point (survives restarts). */
+  lastWrite(deviceId: string, point: string): Value | null;
+}
+
+export interface Driver {
+  readonly busId: string;
+  /** Opens ports, claims lines, starts polling. Must not throw for one bad device: report via sink.failure. */
+  start(): Promise<void>;
+  /** Stops polling, releases hardware; resolves when nothing is left running. */
+  stop(): Promise<void>;
+  /**
+   * A real read of these points now (readPoint, rule-9 read-back). Resolves with raw values and does NOT
+   * report them to the sink itself: the caller does. Absent when the driver cannot read actively.
+   */
+  read?(deviceId: string, points: readonly string[]): Promise<Record<string, RawValue>>;
+  /** Sends the writes (one batch, contiguous registers as one request where the protocol allows). */
+  write(deviceId: string, values: readonly PointWrite[]): Promise<void>;
+  /** Driver metrics for health/stats (requests, timeouts, RTT, queue depth, …). */
+  stats?(): Record<string, unknown>;
+}
+
+export type DriverFactory = (bus: BusConfig, devices: readonly ResolvedDevice[], ctx: DriverContext) => Driver;
