@@ -1,0 +1,7 @@
+/** Driver name → factory. The only place that knows every driver; used by the composition root. */
+import { createSimulatorDriver } from './simulator.js';
+import type { DriverFactory } from './types.js';
+
+export const driverFactories: Partial<Record<string, DriverFactory>> = {
+  simulator: createSimulatorDriver,
+};

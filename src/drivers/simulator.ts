@@ -1,0 +1,132 @@
+/**
+ * The simulator driver: deterministic generators per point, RW points that hold what was written (also
+ * across restarts, from the shadow's persisted write values), and fault knobs (`sim_fault`: fail the first
+ * N reads, or go silent) — the default for `make run` and for tests. Implements the same Driver contract
+ * as the hardware drivers, so the REST/MQTT paths are exercised exactly as with real devices.
+ */
+import type { BusConfig, PointConfig, ResolvedDevice } from '../config/types.js';
+import { GatewayError } from '../core/errors.js';
+import { createGenerator, type Generator } from './simulator/generators.js';
+import type { Driver, DriverContext, PointWrite, RawValue } from './types.js';
+
+interface SimDevice {
+  device: ResolvedDevice;
+  generators: Map<string, Generator>;
+  held: Map<string, RawValue>;
+  failReads: number;
+  silent: boolean;
+}
+
+export interface SimulatorDriver extends Driver {
+  /** Fault injection at run time (tests): fail the next N requests, or go silent / come back. */
+  inject(deviceId: string, fault: { failNext?: number; silent?: boolean }): void;
+}
+
+const timeout = (id: string): GatewayError => new GatewayError('DRIVER_TIMEOUT', `simulated device ${id} did not answer`);
+
+/** The value as the device would report it: the inverse of the point's scale/offset. */
+const toDeviceRaw = (point: PointConfig, v: number | string): number | string =>
+  typeof v === 'number' ? (v - (point.offset ?? 0)) / (point.scale ?? 1) : v;
+
+export function createSimulatorDriver(bus: BusConfig, devices: readonly ResolvedDevice[], ctx: DriverContext): SimulatorDriver {
+  const sims = new Map<string, SimDevice>();
+  const timers: NodeJS.Timeout[] = [];
+  const counters = { reads: 0, writes: 0, failures: 0 };
+
+  for (const device of devices) {
+    const id = device.config.id;
+    const generators = new Map<string, Generator>();
+    const held = new Map<string, RawValue>();
+    for (const point of device.model.points) {
+      if (!point.sim) continue;
+      const last = ctx.lastValue(id, point.name);
+      generators.set(point.name, createGenerator(point.sim, `${id}/${point.name}`, last === null ? undefined : toDeviceRaw(point, last)));
+      const written = point.access !== 'R' ? ctx.lastWrite(id, point.name) : null;
+      if (written !== null) held.set(point.name, toDeviceRaw(point, written));
+    }
+    const fault = device.config.sim_fault ?? {};
+    sims.set(id, { device, generators, held, failReads: fault.fail_reads ?? 0, silent: fault.silent ?? false });
+  }
+
+  const readDevice = (sim: SimDevice, names: readonly string[]): Record<string, RawValue> => {
+    counters.reads++;
+    const id = sim.device.config.id;
+    if (sim.silent || sim.failReads > 0) {
+      if (sim.failReads > 0) sim.failReads--;
+      counters.failures++;
+      throw timeout(id);
+    }
+    const now = ctx.clock.now();
+    const out: Record<string, RawValue> = {};
+    for (const name of names) {
+      const held = sim.held.get(name);
+      const gen = sim.generators.get(name);
+      if (held !== undefined) out[name] = held;
+      else if (gen) out[name] = gen.next(now);
+    }
+    return out;
+  };
+
+  const simOf = (id: string): SimDevice => {
+    const sim = sims.get(id);
+    if (!sim) throw new GatewayError('DRIVER_ERROR', `device ${id} is not on bus ${bus.id}`);
+    return sim;
+  };
+
+  /** Points grouped by effective poll interval (a point's poll overrides its device's). */
+  const pollGroups = (sim: SimDevice): Map<number, string[]> => {
+    const groups = new Map<number, string[]>();
+    for (const point of sim.device.model.points) {
+      if (point.access === 'W' || !point.sim) continue;
+      const every = point.poll ?? sim.device.config.poll ?? 1000;
+      groups.set(every, [...(groups.get(every) ?? []), point.name]);
+    }
+    return groups;
+  };
+
+  return {
+    busId: bus.id,
+    async start() {
+      for (const sim of sims.values()) {
+        for (const [every, names] of pollGroups(sim)) {
+          const poll = (): void => {
+            const id = sim.device.config.id;
+            let values: Record<string, RawValue>;
+            try {
+              values = readDevice(sim, names);
+            } catch (err) {
+              ctx.sink.failure(id, err as Error);
+              return;
+            }
+            ctx.sink.data(id, values);
+          };
+          poll();
+          timers.push(setInterval(poll, Math.max(1, every)));
+        }
+      }
+    },
+    async stop() {
+      for (const t of timers.splice(0)) clearInterval(t);
+    },
+    async read(id, points) {
+      return readDevice(simOf(id), points);
+    },
+    async write(id, values: readonly PointWrite[]) {
+      const sim = simOf(id);
+      counters.writes++;
+      if (sim.silent) {
+        counters.failures++;
+        throw timeout(id);
+      }
+      for (const { name, value } of values) sim.held.set(name, value);
+    },
+    inject(id, fault) {
+      const sim = simOf(id);
+      if (fault.failNext !== undefined) sim.failReads = fault.failNext;
+      if (fault.silent !== undefined) sim.silent = fault.silent;
+    },
+    stats() {
+      return { driver: 'simulator', devices: sims.size, ...counters };
+    },
+  };
+}

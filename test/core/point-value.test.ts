@@ -1,0 +1,42 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fromRaw, toRaw } from '../../src/core/point-value.js';
+
+const temp = { name: 'temp', type: 'float' as const, scale: 0.1, offset: -40, decimals: 1 };
+const relay = { name: 'relay', type: 'int' as const };
+const label = { name: 'label', type: 'string' as const };
+
+test('inbound: scale, offset and decimals; ints are rounded; bits read as 0/1', () => {
+  assert.is(fromRaw(temp, 653), 25.3);
+  assert.is(fromRaw({ name: 'x', type: 'float' }, 1 / 3), 1 / 3, 'no decimals: untouched');
+  assert.is(fromRaw(relay, true), 1);
+  assert.is(fromRaw(relay, false), 0);
+  assert.is(fromRaw({ name: 'n', type: 'int', scale: 0.5 }, 3), 2);
+  assert.is(fromRaw(label, 12), '12');
+  assert.is(fromRaw(relay, 'garbage'), undefined);
+  assert.is(fromRaw(relay, Number.NaN), undefined);
+});
+
+test('outbound: type checked, scale/offset inverted, query-string text accepted', () => {
+  assert.equal(toRaw(temp, 25.3).value, 25.3);
+  assert.ok(Math.abs((toRaw(temp, 25.3).raw as number) - 653) < 1e-9);
+  assert.equal(toRaw(temp, '21.5'), { value: 21.5, raw: (21.5 + 40) / 0.1 });
+  assert.equal(toRaw(relay, '1'), { value: 1, raw: 1 });
+  assert.equal(toRaw(relay, true), { value: 1, raw: 1 });
+  assert.equal(toRaw(relay, 'false'), { value: 0, raw: 0 });
+  assert.equal(toRaw(label, 'eco'), { value: 'eco', raw: 'eco' });
+  assert.equal(toRaw(label, 5), { value: '5', raw: '5' });
+});
+
+test('outbound: clear errors naming the value and the point', () => {
+  assert.throws(() => toRaw(temp, 'abc'), /^value "abc" is not a float for point temp$/);
+  assert.throws(() => toRaw(relay, 1.5), /value 1.5 is not an int for point relay/);
+  assert.throws(() => toRaw(relay, '1.5'), /not an int/);
+  assert.throws(() => toRaw(relay, null), /value null is not an int/);
+  assert.throws(() => toRaw(relay, {}), /not an int/);
+  assert.throws(() => toRaw(temp, ''), /not a float/);
+  assert.throws(() => toRaw(temp, 'Infinity'), /not a float/);
+  assert.throws(() => toRaw(label, { a: 1 }), /not a string for point label/);
+});
+
+test.run();
