@@ -34,6 +34,11 @@ const OFFLINE = STATE_CODE.Offline;
 const INITIALIZING = STATE_CODE.Initializing;
 const MAYBE_OFFLINE = STATE_CODE.MaybeOffline;
 
+export interface PreparedUpdate {
+  /** Values in the order of the names given to prepareUpdate. */
+  set(values: ArrayLike<Value>, opts?: SetOptions): void;
+}
+
 export interface ShadowStats {
   totalDevices: number;
   onlineDevices: number;
@@ -54,6 +59,9 @@ export class Shadow {
   readonly clock: Clock;
   readonly defaultTtl: number;
   private readonly index = new Map<string, number>();
+  /** Reused by SetDevicePoints for resolved slots (no allocation per update). */
+  private scratch = new Int32Array(256);
+  private scratchValues = new Array<Value>(256);
   private hits = 0;
   private lookups = 0;
   /** Bumps on every mutation: persistence saves only when it moved. */
@@ -127,49 +135,105 @@ export class Shadow {
    */
   SetDevicePoints(id: string, values: Readonly<Record<string, Value>>, opts: SetOptions = {}): void {
     const d = this.slotOf(id);
+    this.checkVersion(d, id, opts);
+    const dev = this.table.devices[d]!;
+    // Pass 1 validates and resolves slots (one map lookup per point) before anything changes: atomicity.
+    const names = Object.keys(values);
+    const n = names.length;
+    if (this.scratch.length < n) {
+      this.scratch = new Int32Array(Math.max(n, this.scratch.length * 2));
+      this.scratchValues = new Array<Value>(this.scratch.length);
+    }
+    const slots = this.scratch;
+    const vals = this.scratchValues;
+    let missing = 0;
+    for (let i = 0; i < n; i++) {
+      const v = values[names[i]!]!;
+      checkValue(names[i]!, v);
+      const p = dev.points.get(names[i]!);
+      if (p === undefined) missing++;
+      slots[i] = p ?? -1;
+      vals[i] = v;
+    }
+    if (missing > this.table.freePointSlots) {
+      throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${this.table.maxPoints} reached, cannot add points to ${id}`);
+    }
+    this.apply(d, names, slots, vals, n);
+  }
+
+  /**
+   * The ingest fast path for drivers that know a request's point set in advance (a Modbus read plan,
+   * a GPIO line group): names are resolved to slots once, each update is then array-in, no lookups.
+   * Same rules and atomicity as SetDevicePoints.
+   */
+  prepareUpdate(id: string, names: readonly string[]): PreparedUpdate {
+    const d = this.slotOf(id);
+    const dev = this.table.devices[d]!;
+    const missing = names.filter((name) => !dev.points.has(name));
+    if (missing.length > this.table.freePointSlots) {
+      throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${this.table.maxPoints} reached, cannot add points to ${id}`);
+    }
+    for (const name of new Set(missing)) {
+      const p = this.table.allocPoint();
+      dev.points.set(name, p);
+      dev.names.push(name);
+      this.structureSeq++;
+    }
+    const slots = Int32Array.from(names, (name) => dev.points.get(name)!);
+    const fixed = names.slice();
+    return {
+      set: (values, opts = {}) => {
+        if (this.table.devices[d] !== dev) throw unknownDevice();
+        if (values.length !== fixed.length) throw invalidValue(`expected ${fixed.length} values, got ${values.length}`);
+        this.checkVersion(d, id, opts);
+        for (let i = 0; i < fixed.length; i++) checkValue(fixed[i]!, values[i]!);
+        this.apply(d, fixed, slots, values, fixed.length);
+      },
+    };
+  }
+
+  private checkVersion(d: number, id: string, opts: SetOptions): void {
+    if (opts.expectedVersion !== undefined && opts.expectedVersion !== this.table.devVersion[d]) {
+      throw new GatewayError('VERSION_CONFLICT',
+        `version conflict on ${id}: expected ${opts.expectedVersion}, current ${this.table.devVersion[d]}`);
+    }
+  }
+
+  /** Pass 2 of an update: validated values into resolved slots (-1 = allocate), state and event. */
+  private apply(d: number, names: readonly string[], slots: Int32Array, vals: ArrayLike<Value>, n: number): void {
     const t = this.table;
     const dev = t.devices[d]!;
-    if (opts.expectedVersion !== undefined && opts.expectedVersion !== t.devVersion[d]) {
-      throw new GatewayError('VERSION_CONFLICT',
-        `version conflict on ${id}: expected ${opts.expectedVersion}, current ${t.devVersion[d]}`);
-    }
-    let missing = 0;
-    for (const name in values) {
-      const v = values[name];
-      if (typeof v === 'number' ? !Number.isFinite(v) : typeof v !== 'string') {
-        throw invalidValue(`value for point ${name} must be a finite number or a string`);
-      }
-      if (!dev.points.has(name)) missing++;
-    }
-    if (missing > t.freePointSlots) {
-      throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${t.maxPoints} reached, cannot add points to ${id}`);
-    }
     const now = this.clock.now();
     const listening = this.bus.hasListeners('dataChange');
+    const num = t.ptNum;
+    const ptFlags = t.ptFlags;
+    const updated = t.ptUpdatedAt;
     let changes: PointChange[] | undefined;
-    for (const name in values) {
-      const v = values[name]!;
-      let p = dev.points.get(name);
-      if (p === undefined) {
+    for (let i = 0; i < n; i++) {
+      const v = vals[i]!;
+      let p = slots[i]!;
+      if (p < 0) {
         p = t.allocPoint();
-        dev.points.set(name, p);
-        dev.names.push(name);
+        dev.points.set(names[i]!, p);
+        dev.names.push(names[i]!);
         this.structureSeq++;
       }
-      const flags = t.ptFlags[p]!;
+      const flags = ptFlags[p]!;
       let changed: boolean;
       if (typeof v === 'number') {
-        changed = (flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE || t.ptNum[p] !== v;
-        t.ptNum[p] = v;
-        t.ptFlags[p] = (flags | HAS_VALUE) & ~STR_VALUE;
-        t.ptStr[p] = undefined;
+        changed = (flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE || num[p] !== v;
+        num[p] = v;
+        if ((flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE) {
+          ptFlags[p] = (flags | HAS_VALUE) & ~STR_VALUE;
+          t.ptStr[p] = undefined;
+        }
       } else {
         changed = (flags & (HAS_VALUE | STR_VALUE)) !== (HAS_VALUE | STR_VALUE) || t.ptStr[p] !== v;
         t.ptStr[p] = v;
-        t.ptFlags[p] = flags | HAS_VALUE | STR_VALUE;
+        ptFlags[p] = flags | HAS_VALUE | STR_VALUE;
       }
-      t.ptUpdatedAt[p] = now;
-      if (listening && (changed || (flags & REPORT_ALWAYS) !== 0)) (changes ??= []).push({ name, value: v });
+      updated[p] = now;
+      if (listening && (changed || (flags & REPORT_ALWAYS) !== 0)) (changes ??= []).push({ name: names[i]!, value: v });
     }
     t.devUpdatedAt[d] = now;
     t.devDisconnect[d] = 0;
@@ -183,7 +247,7 @@ export class Shadow {
     } else if (state !== ONLINE) {
       this.transition(d, ONLINE, now);
     }
-    if (changes) this.bus.emit('dataChange', { id, values: changes, time: now });
+    if (changes) this.bus.emit('dataChange', { id: dev.id, values: changes, time: now });
   }
 
   // ---- data out --------------------------------------------------------------------------------
@@ -445,6 +509,13 @@ export class Shadow {
       updatedAt: isoTime(t.devUpdatedAt[d]!),
       version: t.devVersion[d]!,
     };
+  }
+}
+
+function checkValue(name: string, v: Value): void {
+  // v - v is 0 only for finite numbers (NaN and ±Infinity give NaN).
+  if (typeof v === 'number' ? v - v !== 0 : typeof v !== 'string') {
+    throw invalidValue(`value for point ${name} must be a finite number or a string`);
   }
 }
 
