@@ -1,0 +1,108 @@
+/**
+ * Checks across sections that JSON Schema cannot express: unique ids, devices pointing at existing buses and
+ * models, each model's driver blocks fitting its device's bus, Modbus unit ids, export targets, capacity.
+ * They run on whatever the schema left (possibly invalid), so every access is guarded.
+ */
+import { isObj, type DriverBlock } from './model-checks.js';
+
+type Obj = Record<string, unknown>;
+
+/** The point driver block each bus driver reads. */
+export const BLOCK_FOR_DRIVER: Record<string, DriverBlock> = {
+  simulator: 'sim',
+  'modbus-rtu': 'modbus',
+  'modbus-tcp': 'modbus',
+  gpio: 'gpio',
+};
+
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const section = (cfg: Obj, key: string): Obj => (isObj(cfg[key]) ? cfg[key] : {});
+const known = (names: Iterable<string>): string => {
+  const all = [...names].sort();
+  if (all.length === 0) return 'none defined';
+  return all.length > 20 ? `known: ${all.slice(0, 20).join(', ')}, …` : `known: ${all.join(', ')}`;
+};
+
+/** Ids must be unique within their list: a second `sim` would make references ambiguous. */
+function checkUniqueIds(items: unknown[], name: string, what: string, problems: string[]): void {
+  const first = new Map<string, number>();
+  items.forEach((item, i) => {
+    if (!isObj(item) || typeof item.id !== 'string') return;
+    const earlier = first.get(item.id);
+    if (earlier !== undefined) problems.push(`${name}[${i}].id: duplicate ${what} id "${item.id}" (also ${name}[${earlier}])`);
+    else first.set(item.id, i);
+  });
+}
+
+function checkDevice(device: Obj, i: number, buses: Map<string, string>, models: ReadonlyMap<string, unknown>, problems: string[]): void {
+  const at = (key: string): string => `devices[${i}].${key}`;
+  const driver = typeof device.bus === 'string' ? buses.get(device.bus) : undefined;
+  if (typeof device.bus === 'string' && driver === undefined) {
+    problems.push(`${at('bus')}: unknown bus "${device.bus}" (${known(buses.keys())})`);
+  }
+  const model = typeof device.model === 'string' ? models.get(device.model) : undefined;
+  if (typeof device.model === 'string' && model === undefined) {
+    problems.push(`${at('model')}: unknown model "${device.model}" (${known(models.keys())})`);
+  }
+  if (driver === undefined) return;
+  if (driver.startsWith('modbus') && device.unit_id === undefined) problems.push(`${at('unit_id')}: is required on a ${driver} bus`);
+  if (driver !== 'simulator' && device.sim_fault !== undefined) problems.push(`${at('sim_fault')}: is only for devices on a simulator bus`);
+  const block = BLOCK_FOR_DRIVER[driver];
+  if (!block || !isObj(model)) return;
+  const misfits = list(model.points)
+    .filter((p): p is Obj => isObj(p) && p[block] === undefined)
+    .map((p) => String(p.name));
+  if (misfits.length > 0) {
+    const shown = misfits.length > 5 ? `${misfits.slice(0, 5).join(', ')}, …` : misfits.join(', ');
+    problems.push(`${at('model')}: model "${String(device.model)}" does not fit bus "${String(device.bus)}" (${driver}): point(s) ${shown} have no ${block} block`);
+  }
+}
+
+/** Problems between sections; `models` holds every model a device may name (library and inline merged). */
+export function checkCrossReferences(cfg: Obj, models: ReadonlyMap<string, unknown>): string[] {
+  const problems: string[] = [];
+  const buses = list(cfg.buses);
+  const devices = list(cfg.devices);
+  checkUniqueIds(buses, 'buses', 'bus', problems);
+  checkUniqueIds(devices, 'devices', 'device', problems);
+
+  const busDrivers = new Map<string, string>();
+  for (const bus of buses) {
+    if (isObj(bus) && typeof bus.id === 'string' && typeof bus.driver === 'string' && !busDrivers.has(bus.id)) busDrivers.set(bus.id, bus.driver);
+  }
+  let points = 0;
+  devices.forEach((device, i) => {
+    if (!isObj(device)) return;
+    checkDevice(device, i, busDrivers, models, problems);
+    if (device.poll === 0) problems.push(`devices[${i}].poll: must be greater than 0`);
+    if (device.ttl === 0) problems.push(`devices[${i}].ttl: must be greater than 0`);
+    const model = typeof device.model === 'string' ? models.get(device.model) : undefined;
+    if (isObj(model)) points += list(model.points).length;
+  });
+
+  const shadow = section(cfg, 'shadow');
+  if (typeof shadow.max_devices === 'number' && devices.length > shadow.max_devices) {
+    problems.push(`shadow.max_devices: ${devices.length} devices are configured but the capacity is ${shadow.max_devices}`);
+  }
+  if (typeof shadow.max_points === 'number' && points > shadow.max_points) {
+    problems.push(`shadow.max_points: ${points} points are configured but the capacity is ${shadow.max_points}`);
+  }
+  for (const key of ['default_ttl', 'check_interval', 'persist_interval']) {
+    if (shadow[key] === 0) problems.push(`shadow.${key}: must be greater than 0`);
+  }
+
+  const exportShadow = section(section(cfg, 'export'), 'shadow');
+  for (const target of ['http', 'file']) {
+    if (list(exportShadow.targets).includes(target) && exportShadow[target] === undefined) {
+      problems.push(`export.shadow.${target}: is required when targets include "${target}"`);
+    }
+  }
+  const users = new Set<string>();
+  list(section(cfg, 'mqtt').users).forEach((user, i) => {
+    if (!isObj(user) || typeof user.username !== 'string') return;
+    if (users.has(user.username)) problems.push(`mqtt.users[${i}].username: duplicate user "${user.username}"`);
+    users.add(user.username);
+  });
+  if (exportShadow.interval === 0) problems.push('export.shadow.interval: must be greater than 0');
+  return problems;
+}

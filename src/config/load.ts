@@ -1,0 +1,187 @@
+/**
+ * Loading a config: parse, apply env overrides, validate against schema.json (defaults filled, durations and
+ * sizes converted), merge the model library, run the checks the schema cannot express, and report EVERY
+ * problem at once as `path: message` — startup refuses before touching hardware.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GatewayError } from '../core/errors.js';
+import { configCheckers, type ConfigChecker } from './checkers.js';
+import { checkCrossReferences } from './cross-checks.js';
+import { describeJsonError } from './json.js';
+import { checkModel, isObj } from './model-checks.js';
+import { readModelLibrary, type ModelLibrary } from './models.js';
+import { joinPath } from './path.js';
+import type { GatewayConfig, ModelConfig, PointConfig, ResolvedDevice } from './types.js';
+import { formatAjvErrors, SCHEMA_URL, validateConfigShape, validateModelShape } from './validator.js';
+
+export { registerConfigChecker, configCheckers, type ConfigChecker } from './checkers.js';
+
+/** The config is invalid; `problems` lists every problem as `path: message` (`(root): …` for the whole file). */
+export class ConfigError extends GatewayError {
+  constructor(readonly problems: string[]) {
+    super('CONFIG_INVALID', `invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface ValidateOptions {
+  /** Source of the SHADOWGATE_* overrides (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Library models by name, instead of reading board/models (problems name them `board/models/<name>.json`). */
+  models?: Record<string, unknown>;
+  /** Driver checks to run instead of the registered `configCheckers`. */
+  checkers?: readonly ConfigChecker[];
+}
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Directory of the model library (default: the repo's board/models). */
+  modelsDir?: string;
+  checkers?: readonly ConfigChecker[];
+}
+
+/** Absolute path of the shipped schema (for `"$schema"` in configs and editor setup). */
+export function schemaPath(): string {
+  return fileURLToPath(SCHEMA_URL);
+}
+
+// Tests and the systemd unit move ports and data without editing the file; the env wins over the file.
+const ENV_OVERRIDES = [
+  { name: 'SHADOWGATE_DATA_DIR', section: 'gateway', key: 'data_dir', port: false },
+  { name: 'SHADOWGATE_HTTP_PORT', section: 'http', key: 'port', port: true },
+  { name: 'SHADOWGATE_MQTT_PORT', section: 'mqtt', key: 'port', port: true },
+] as const;
+
+function applyEnv(cfg: Record<string, unknown>, env: NodeJS.ProcessEnv, problems: string[]): void {
+  for (const { name, section, key, port } of ENV_OVERRIDES) {
+    const text = env[name]?.trim();
+    if (!text) continue;
+    if (port && !(/^\d{1,5}$/.test(text) && Number(text) <= 65535)) {
+      problems.push(`$${name}: must be a port number 0-65535 (got ${JSON.stringify(env[name])})`);
+      continue;
+    }
+    cfg[section] ??= {};
+    const target = cfg[section];
+    if (isObj(target)) target[key] = port ? Number(text) : text;
+  }
+}
+
+function cloneJson(raw: unknown): unknown {
+  try {
+    return structuredClone(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Validates the library models not shadowed by an inline model; returns them by name (valid or not). */
+function checkLibrary(library: ModelLibrary, inline: Record<string, unknown>, problems: string[]): Map<string, { raw: unknown; valid: boolean }> {
+  problems.push(...library.problems);
+  const out = new Map<string, { raw: unknown; valid: boolean }>();
+  for (const [name, { raw, label }] of Object.entries(library.models)) {
+    if (Object.hasOwn(inline, name)) continue; // the inline model wins; its file is not used
+    const result = validateModelShape(raw);
+    const found = [
+      ...formatAjvErrors(result.errors, `${label}: `),
+      ...checkModel(raw, (rel) => `${label}: ${rel || '(root)'}`),
+    ];
+    problems.push(...found);
+    out.set(name, { raw, valid: found.length === 0 });
+  }
+  return out;
+}
+
+function libraryFromRecord(models: Record<string, unknown>): ModelLibrary {
+  const library: ModelLibrary = { models: {}, problems: [] };
+  for (const [name, raw] of Object.entries(models)) library.models[name] = { raw: cloneJson(raw), label: `board/models/${name}.json` };
+  return library;
+}
+
+function validateWithLibrary(raw: unknown, library: ModelLibrary, env: NodeJS.ProcessEnv, checkers: readonly ConfigChecker[]): GatewayConfig {
+  const problems: string[] = [];
+  const cfg = cloneJson(raw);
+  if (!isObj(cfg)) throw new ConfigError([`(root): must be a JSON object (got ${Array.isArray(raw) ? 'an array' : typeof raw})`]);
+  applyEnv(cfg, env, problems);
+
+  const shape = validateConfigShape(cfg);
+  problems.push(...formatAjvErrors(shape.errors));
+  const inline = isObj(cfg.models) ? cfg.models : {};
+  for (const [name, model] of Object.entries(inline)) {
+    const base = joinPath('models', name);
+    problems.push(...checkModel(model, (rel) => (rel ? `${base}${rel.startsWith('[') ? '' : '.'}${rel}` : base)));
+  }
+  const libraryModels = checkLibrary(library, inline, problems);
+  const merged = new Map<string, unknown>([...[...libraryModels].map(([name, m]) => [name, m.raw] as const), ...Object.entries(inline)]);
+  problems.push(...checkCrossReferences(cfg, merged));
+
+  // fromEntries defines own properties, so even a model called "__proto__" stays an ordinary entry.
+  const models: Record<string, ModelConfig> = Object.fromEntries(
+    [...merged]
+      .filter((entry): entry is [string, Record<string, unknown>] => isObj(entry[1]))
+      .map(([name, model]) => [name, { ...(model as unknown as ModelConfig), name: typeof model.name === 'string' ? model.name : name }]),
+  );
+  const config = { ...(cfg as unknown as GatewayConfig), models };
+  const libraryValid = [...libraryModels.values()].every((m) => m.valid);
+  if (shape.ok && libraryValid) {
+    for (const check of checkers) {
+      try {
+        problems.push(...check(config));
+      } catch (e) {
+        problems.push(`(root): a driver's config check failed: ${(e as Error).message}`);
+      }
+    }
+  }
+  if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
+  // Relative data_dir: from the process's current directory (systemd sets it to /), documented in docs/config.md.
+  config.gateway.data_dir = path.resolve(config.gateway.data_dir);
+  return config;
+}
+
+/**
+ * Validates a parsed config (not mutated). Throws ConfigError with every problem. Without `opts.models`, the
+ * model library is read from board/models.
+ */
+export function validateConfig(raw: unknown, opts: ValidateOptions = {}): GatewayConfig {
+  const library = opts.models ? libraryFromRecord(opts.models) : readModelLibrary();
+  return validateWithLibrary(raw, library, opts.env ?? process.env, opts.checkers ?? configCheckers);
+}
+
+/** Reads, parses and validates a config file. Throws ConfigError (also for a missing file or bad JSON). */
+export async function loadConfigFile(file: string, opts: LoadOptions = {}): Promise<GatewayConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError([`(root): cannot read config file ${file}: ${(e as Error).message}`]);
+  }
+  // Windows editors (the boot partition is FAT) may write a byte-order mark, which JSON.parse refuses.
+  text = text.replace(/^\uFEFF/, '');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError([`(root): ${describeJsonError(text, e)}`]);
+  }
+  return validateWithLibrary(raw, readModelLibrary(opts.modelsDir), opts.env ?? process.env, opts.checkers ?? configCheckers);
+}
+
+/**
+ * Devices with their models resolved, for the gateway to hand to drivers and the shadow. Throws ConfigError for
+ * a device whose model is missing, unless `skipUnresolved` (for config checkers, which run while such a problem
+ * is already being reported).
+ */
+export function resolveDevices(config: GatewayConfig, opts: { skipUnresolved?: boolean } = {}): ResolvedDevice[] {
+  const out: ResolvedDevice[] = [];
+  for (const device of config.devices) {
+    const model = Object.hasOwn(config.models, device.model) ? config.models[device.model] : undefined;
+    if (!model) {
+      if (opts.skipUnresolved) continue;
+      throw new ConfigError([`devices: unknown model "${device.model}" for device "${device.id}"`]);
+    }
+    const points = new Map<string, PointConfig>(model.points.map((p) => [p.name, p]));
+    out.push({ config: device, model, points, ttl: device.ttl ?? config.shadow.default_ttl });
+  }
+  return out;
+}

@@ -1,0 +1,81 @@
+/**
+ * Checks inside one model that JSON Schema cannot express: unique point names, exactly one driver block,
+ * Modbus data type vs point type, reference-notation addresses (converted to 0-based numbers here, in place).
+ */
+import { parseModbusReference, registerWidth } from './modbus-address.js';
+
+/** Driver block keys of a point, in the order they are reported. */
+export const DRIVER_BLOCKS = ['modbus', 'gpio', 'sim'] as const;
+export type DriverBlock = (typeof DRIVER_BLOCKS)[number];
+
+type Obj = Record<string, unknown>;
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `at('points[0].type')` → the full problem path for this model (inline `models.x.…` or `board/models/x.json: …`). */
+export type At = (relative: string) => string;
+
+function checkModbusBlock(point: Obj, block: Obj, at: (key: string) => string, problems: string[]): void {
+  const dataType = block.data_type;
+  // Text that is not even shaped like a reference is the schema's `pattern` problem; reported once, there.
+  if (typeof block.address === 'string' && /^[0134]\d{4,5}$/.test(block.address)) {
+    const ref = parseModbusReference(block.address);
+    if ('error' in ref) problems.push(`${at('address')}: ${ref.error}`);
+    else {
+      if (typeof block.table === 'string' && ref.table !== block.table) {
+        problems.push(`${at('address')}: reference "${block.address}" is in the ${ref.table} table but table is "${block.table}"`);
+      }
+      block.address = ref.address;
+    }
+  }
+  if (typeof dataType !== 'string') return;
+  const type = point.type;
+  if ((dataType === 'string') !== (type === 'string') && typeof type === 'string') {
+    problems.push(`${at('data_type')}: data_type "${dataType}" does not fit point type "${type}" (string goes only with string)`);
+  }
+  if (dataType === 'bool' && type === 'float') problems.push(`${at('data_type')}: data_type "bool" needs point type "int" (reads as 0/1)`);
+  if ((block.table === 'coil' || block.table === 'discrete') && dataType !== 'bool') {
+    problems.push(`${at('data_type')}: a ${block.table} holds one bit: data_type must be "bool" (got "${dataType}")`);
+  }
+  if (block.bit !== undefined && dataType !== 'int16' && dataType !== 'uint16') {
+    problems.push(`${at('bit')}: bit is only for data_type int16 or uint16 (got "${dataType}")`);
+  }
+  if (dataType === 'string' && block.length === undefined) problems.push(`${at('length')}: is required for data_type "string"`);
+  if (dataType !== 'string' && block.length !== undefined) problems.push(`${at('length')}: is only for data_type "string"`);
+  if (typeof block.address === 'number') {
+    const last = block.address + registerWidth(dataType, typeof block.length === 'number' ? block.length : undefined) - 1;
+    if (last > 65535) problems.push(`${at('address')}: the value would end at address ${last}, beyond 65535`);
+  }
+}
+
+function checkSimBlock(block: Obj, at: (key: string) => string, problems: string[]): void {
+  if ((block.fn === 'sine' || block.fn === 'random_walk') && typeof block.min === 'number' && typeof block.max === 'number') {
+    if (block.min >= block.max) problems.push(`${at('max')}: must be greater than min (${block.min})`);
+  }
+  if (block.fn === 'sine' && block.period === 0) problems.push(`${at('period')}: must be greater than 0`);
+}
+
+/** Problems inside one model (shape errors are the schema's; this only looks at what is well-formed enough). */
+export function checkModel(model: unknown, at: At): string[] {
+  const problems: string[] = [];
+  if (!isObj(model) || !Array.isArray(model.points)) return problems;
+  const seen = new Map<string, number>();
+  model.points.forEach((point: unknown, i) => {
+    if (!isObj(point)) return;
+    const p = (rest: string): string => at(`points[${i}]${rest}`);
+    if (typeof point.name === 'string') {
+      const first = seen.get(point.name);
+      if (first !== undefined) problems.push(`${p('.name')}: duplicate point name "${point.name}" (also points[${first}])`);
+      else seen.set(point.name, i);
+    }
+    const blocks = DRIVER_BLOCKS.filter((key) => point[key] !== undefined);
+    if (blocks.length !== 1) {
+      const found = blocks.length ? `has ${blocks.join(' and ')}` : 'has none';
+      problems.push(`${p('')}: must have exactly one driver block (modbus, gpio or sim); ${found}`);
+    }
+    if (point.scale === 0) problems.push(`${p('.scale')}: must not be 0 (writes divide by it)`);
+    if (point.poll === 0) problems.push(`${p('.poll')}: must be greater than 0`);
+    if (isObj(point.modbus)) checkModbusBlock(point, point.modbus, (key) => p(`.modbus.${key}`), problems);
+    if (isObj(point.sim)) checkSimBlock(point.sim, (key) => p(`.sim.${key}`), problems);
+  });
+  return problems;
+}

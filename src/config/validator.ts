@@ -1,0 +1,163 @@
+/**
+ * The compiled schema (ajv) and the translation of ajv's errors into `path: message` lines a user can act on.
+ * schema.json is the single source of shape and defaults; this file adds no rules of its own.
+ */
+import { readFileSync } from 'node:fs';
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { parseDuration, parseSize } from '../core/duration.js';
+import { formatPath } from './path.js';
+
+// ajv is CommonJS: under NodeNext the default import is module.exports, whose `default` is the class.
+type AjvClass = typeof AjvModule.default;
+const Ajv: AjvClass = (AjvModule as unknown as { default?: AjvClass }).default ?? (AjvModule as unknown as AjvClass);
+
+export const SCHEMA_URL = new URL('./schema.json', import.meta.url);
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, verbose: true, allowUnionTypes: true, strict: true });
+
+/*
+ * Durations and sizes are text in the file and numbers (ms, bytes) in the loaded config. The schema marks them
+ * with `x-unit`, so the schema stays the one place that knows which fields they are (also inside if/then
+ * branches and defaults). The keyword only records where they are: converting during validation would let
+ * `type`/`pattern` see the number instead of the text. `convertUnits` applies them afterwards.
+ */
+interface PendingUnit { parent: Record<string | number, unknown>; key: string | number; unit: string }
+let pending: PendingUnit[] = [];
+
+ajv.addKeyword({
+  keyword: 'x-unit',
+  schemaType: 'string',
+  errors: false,
+  validate(unit: string, data: unknown, _schema: unknown, cxt?: { parentData: unknown; parentDataProperty: string | number }) {
+    if (typeof data === 'string' && cxt && typeof cxt.parentData === 'object' && cxt.parentData !== null) {
+      pending.push({ parent: cxt.parentData as Record<string | number, unknown>, key: cxt.parentDataProperty, unit });
+    }
+    return true;
+  },
+});
+
+/** Runs a validator, then turns every valid duration/size text it saw into ms/bytes (invalid text stays: its error names it). */
+function withUnits(fn: ValidateFunction): (data: unknown) => { ok: boolean; errors: ErrorObject[] } {
+  return (data) => {
+    pending = [];
+    const ok = fn(data) as boolean;
+    const errors = [...(fn.errors ?? [])];
+    for (const { parent, key, unit } of pending) {
+      const text = parent[key];
+      if (typeof text !== 'string') continue;
+      try {
+        parent[key] = unit === 'size' ? parseSize(text) : parseDuration(text);
+      } catch {
+        // the pattern error already reports it
+      }
+    }
+    pending = [];
+    return { ok, errors };
+  };
+}
+
+ajv.addSchema(JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as object, 'config');
+
+const compiled = (ref: string): ValidateFunction => {
+  const fn = ajv.getSchema(ref);
+  if (!fn) throw new Error(`schema.json has no ${ref}`);
+  return fn;
+};
+
+/** Validates a whole config in place: fills defaults, converts durations/sizes. */
+export const validateConfigShape = withUnits(compiled('config'));
+/** Validates one model (a board/models/*.json file) in place. */
+export const validateModelShape = withUnits(compiled('config#/definitions/model'));
+
+// Patterns are precise but unreadable; these say what they mean.
+const PATTERN_TEXT: Record<string, string> = {
+  '^[A-Za-z0-9_.-]{1,64}$': 'must be 1-64 characters of A-Z a-z 0-9 _ . -',
+  '^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$': 'must be a duration like 500ms, 30s, 5m, 1h30m, 14d',
+  '^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$': 'must be a size like 512KB, 64MB, 1GB',
+  '^auto$': 'must be "auto" or an integer >= 0',
+  '^[0134][0-9]{4,5}$': 'must be an integer address or reference notation like "40001", "30001", "10001", "00001"',
+  '^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$': 'must be a BCM number 0-53 or a pin name like "P1-11" or "GPIO17"',
+  '^[^#+]+$': 'must not contain MQTT wildcards # or +',
+  '^(mqtts?|wss?|tcp|tls)://.+': 'must be a broker URL like mqtts://host:8883',
+  '^https?://.+': 'must be an http:// or https:// URL',
+};
+
+const shown = (data: unknown): string => {
+  const text = JSON.stringify(data);
+  return text === undefined ? String(data) : text.length > 40 ? `${text.slice(0, 37)}...` : text;
+};
+
+/** The known property closest to a typo (`baudrate` → `baud_rate`), if any is close. */
+function suggest(name: string, known: string[]): string | undefined {
+  const squash = (s: string): string => s.toLowerCase().replace(/[_-]/g, '');
+  const exact = known.find((k) => squash(k) === squash(name));
+  if (exact) return exact;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const k of known) {
+    const d = editDistance(name.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** One `path: message` line for an ajv error, or undefined for errors that only repeat others. */
+function formatError(e: ErrorObject, prefix: string): string | undefined {
+  const at = (extra?: string): string => prefix + formatPath(e.instancePath, extra);
+  const params = e.params as Record<string, unknown>;
+  // "must match then schema" and "property name must be valid" wrap errors that are reported on their own.
+  if (e.keyword === 'if' || e.keyword === 'propertyNames') return undefined;
+  const named = (message: string): string =>
+    e.propertyName !== undefined ? `${at()}: name "${e.propertyName}" ${message}` : `${at()}: ${message}`;
+  switch (e.keyword) {
+    case 'required':
+      return `${at(String(params.missingProperty))}: is required`;
+    case 'additionalProperties': {
+      const name = String(params.additionalProperty);
+      const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      const hint = suggest(name, known);
+      return `${at()}: must not have property "${name}"${hint ? ` (did you mean "${hint}"?)` : ''}`;
+    }
+    case 'enum':
+      return `${at()}: must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')} (got ${shown(e.data)})`;
+    case 'const':
+      return `${at()}: must be ${shown(params.allowedValue)}`;
+    case 'type':
+      return `${at()}: must be ${String(params.type).split(',').join(' or ')} (got ${shown(e.data)})`;
+    case 'pattern': {
+      const text = PATTERN_TEXT[String(params.pattern)] ?? `must match ${String(params.pattern)}`;
+      return named(e.propertyName !== undefined ? text : `${text} (got ${shown(e.data)})`);
+    }
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return `${at()}: ${e.message ?? 'out of range'} (got ${shown(e.data)})`;
+    case 'minItems':
+      return `${at()}: must have at least ${String(params.limit)} item(s)`;
+    case 'uniqueItems': {
+      const list = e.data as unknown[];
+      return `${at()}: must not list ${shown(list[Number(params.i)])} twice`;
+    }
+    default:
+      return named(e.message ?? `failed ${e.keyword}`);
+  }
+}
+
+/** Every ajv error as a `path: message` line (each once), with an optional prefix such as a model file name. */
+export function formatAjvErrors(errors: readonly ErrorObject[] | null | undefined, prefix = ''): string[] {
+  const lines = (errors ?? []).map((e) => formatError(e, prefix)).filter((line): line is string => line !== undefined);
+  return [...new Set(lines)];
+}

@@ -1,0 +1,75 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { BLOCK_FOR_DRIVER } from '../../src/config/cross-checks.js';
+import { loadConfigFile, resolveDevices, validateConfig } from '../../src/config/load.js';
+import { readModelLibrary } from '../../src/config/models.js';
+
+const DOCS = fileURLToPath(new URL('../../docs/config.md', import.meta.url));
+const EXAMPLES = fileURLToPath(new URL('../../board/examples/', import.meta.url));
+
+test('every board/models file is a valid model (the library is checked on every load)', () => {
+  const library = readModelLibrary();
+  assert.equal(library.problems, []);
+  const config = validateConfig({}, { env: {} });
+  assert.equal(Object.keys(config.models).sort(), Object.keys(library.models).sort());
+});
+
+test('every board/models model can be used by a device on a bus of its driver', () => {
+  const library = readModelLibrary();
+  const buses = [
+    { id: 'sim', driver: 'simulator' },
+    { id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' },
+    { id: 'pins', driver: 'gpio' },
+  ];
+  const busFor = (model: unknown): string | undefined => {
+    const first = (model as { points?: Array<Record<string, unknown>> }).points?.[0] ?? {};
+    return buses.find((b) => first[BLOCK_FOR_DRIVER[b.driver]!] !== undefined)?.id;
+  };
+  const devices = Object.entries(library.models).map(([name, { raw }], i) => ({
+    id: `d${i}`, model: name, bus: busFor(raw) ?? 'sim', ...(busFor(raw) === 'rs485' ? { unit_id: 1 + (i % 247) } : {}),
+  }));
+  // A gpio model may claim pins another already uses; each is checked alone so only the model itself is judged.
+  for (const device of devices) {
+    const config = validateConfig({ buses, devices: [device] }, { env: {}, checkers: [] });
+    assert.is(config.devices[0]!.model, device.model);
+  }
+});
+
+test('every board/examples config validates', async () => {
+  let files: string[] = [];
+  try {
+    files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'));
+  } catch {
+    // no examples yet
+  }
+  for (const file of files) {
+    const config = await loadConfigFile(`${EXAMPLES}${file}`, { env: {} });
+    assert.ok(config.gateway.id, file);
+  }
+});
+
+test('the complete example of docs/config.md validates', () => {
+  const example = readFileSync(DOCS, 'utf8').split('## Complete example')[1]?.split('```json')[1]?.split('```')[0];
+  assert.ok(example, 'docs/config.md has a "Complete example" JSON block');
+  const config = validateConfig(JSON.parse(example), { env: {}, models: {}, checkers: [] });
+  assert.is(config.devices.length, 2);
+  assert.is(config.models['room-sensor']!.points[0]!.modbus!.address, 0);
+});
+
+test('hostile model names do not crash or pollute', () => {
+  const raw = JSON.parse('{"models": {"__proto__": {"points": [{"name": "p", "type": "int", "sim": {"fn": "counter"}}]}}, "buses": [{"id": "s", "driver": "simulator"}], "devices": [{"id": "d", "model": "toString", "bus": "s"}]}');
+  try {
+    validateConfig(raw, { env: {}, models: {}, checkers: [] });
+    assert.unreachable('toString is not a model');
+  } catch (e) {
+    assert.equal((e as { problems?: string[] }).problems, ['devices[0].model: unknown model "toString" (known: __proto__)']);
+  }
+  raw.devices[0].model = '__proto__';
+  const config = validateConfig(raw, { env: {}, models: {}, checkers: [] });
+  assert.ok(Object.hasOwn(config.models, '__proto__'));
+  assert.is(resolveDevices(config)[0]!.points.size, 1);
+});
+
+test.run();
