@@ -1,0 +1,89 @@
+/**
+ * createApi: the polka app with one error mapper, 404/405 envelopes, the body limit and bearer auth.
+ * Routes themselves are in routes.ts; the shapes in rest-shape.ts.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import polka from 'polka';
+import { createAuth } from './auth.js';
+import { declaredTooLarge, readFields, tooLarge } from './body.js';
+import type { Api, ApiApp, ApiContext, ApiRequest, RouteKit } from './context.js';
+import { HttpError, okEnvelope, sendEnvelope, toErrorResponse } from './envelope.js';
+import { mountRoutes } from './routes.js';
+
+export const API_BASE = '/api/v1';
+
+/** Paths echoed in error texts are cut short: a client may send a 16 kB URL. */
+const shortPath = (path: string): string => (path.length > 200 ? `${path.slice(0, 200)}…` : path);
+
+/** Methods registered for a path on any route, for 405 vs 404 and the Allow header. */
+function allowedMethods(app: ApiApp, path: string): string[] {
+  const methods = new Set<string>();
+  for (const r of (app as unknown as { routes: { method: string; pattern: RegExp }[] }).routes) {
+    if (r.method !== '' && r.pattern.test(path)) methods.add(r.method);
+  }
+  if (methods.has('GET')) methods.add('HEAD');
+  return [...methods];
+}
+
+export function createApi(ctx: ApiContext): Api {
+  // The gateway hands an already namespaced child; a second 'part' binding would duplicate the key.
+  const log = ctx.log;
+  const limit = ctx.http.body_limit;
+  const checkAuth = createAuth(ctx.http.auth);
+
+  const app: ApiApp = polka({
+    // The one error path: HttpError → its status, GatewayError → 200/500 + message, else 200/500 "internal error".
+    onError: (err, req, res) => {
+      // polka hands a bare {status: 404} for no-match when onNoMatch is not set; keep it an envelope anyway.
+      const bare = typeof err === 'object' && !(err instanceof Error) ? (err as { status?: unknown }) : undefined;
+      const e = bare?.status === 404
+        ? new HttpError(404, `not found: ${req.method} ${shortPath(req.path ?? '')}`)
+        : err;
+      const { status, envelope, headers } = toErrorResponse(e, log);
+      sendEnvelope(req, res, status, envelope, headers, log);
+    },
+    onNoMatch: (req, res) => {
+      const allow = allowedMethods(app, req.path);
+      const err = allow.length > 0
+        ? new HttpError(405, `method not allowed: ${req.method} ${shortPath(req.path)} (allowed: ${allow.join(', ')})`, { Allow: allow.join(', ') })
+        : new HttpError(404, `not found: ${req.method} ${shortPath(req.path)}`);
+      const { status, envelope, headers } = toErrorResponse(err, log);
+      sendEnvelope(req, res, status, envelope, headers, log);
+    },
+  });
+
+  const kit: RouteKit = {
+    base: API_BASE,
+    route(method, path, access, fn) {
+      const handle = async (req: ApiRequest, res: ServerResponse): Promise<void> => {
+        checkAuth(req, access);
+        // Bodies are read only after auth: an anonymous client cannot make us buffer a megabyte.
+        const body = method === 'POST' ? await readFields(req, limit) : undefined;
+        const data = await fn(req, body);
+        sendEnvelope(req, res, 200, okEnvelope(data), {}, log);
+      };
+      if (method === 'GET') app.get(API_BASE + path, handle);
+      else app.post(API_BASE + path, handle);
+    },
+  };
+
+  mountRoutes(ctx, kit);
+  ctx.extraRoutes?.(app, kit);
+
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    // Content-Length over the limit: answer 413 before routing or reading a byte (the connection closes).
+    if (declaredTooLarge(req, limit)) {
+      const { status, envelope, headers } = toErrorResponse(tooLarge(limit), log);
+      sendEnvelope(req, res, status, envelope, headers, log);
+      return;
+    }
+    try {
+      app.handler(req as ApiRequest, res, undefined as never);
+    } catch (err) {
+      // polka's own parsing is synchronous and outside its promise chain; never let it escape.
+      const { status, envelope, headers } = toErrorResponse(err, log);
+      sendEnvelope(req, res, status, envelope, headers, log);
+    }
+  };
+  return { handler, app };
+}

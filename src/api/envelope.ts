@@ -1,0 +1,76 @@
+/**
+ * The response envelope `{success, errorCode, errorMsg, data}` and the ONE place errors become envelopes.
+ * Handler results are HTTP 200 even on failure (clients of the upstream gateway check `success`, not
+ * the status); only router/transport-level outcomes (401/404/405/413/400) carry their own HTTP status.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isGatewayError } from '../core/errors.js';
+import type { Logger } from '../util/logger.js';
+
+export interface Envelope {
+  success: boolean;
+  errorCode: number;
+  errorMsg: string;
+  data: unknown;
+}
+
+/** An outcome outside the handlers, answered with its own HTTP status and `errorCode` equal to it. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export const okEnvelope = (data: unknown): Envelope => ({ success: true, errorCode: 200, errorMsg: '', data: data ?? null });
+export const failEnvelope = (errorCode: number, errorMsg: string): Envelope => ({ success: false, errorCode, errorMsg, data: null });
+
+/** Maps any thrown value to HTTP status + envelope. Unexpected errors are logged, never shown to the client. */
+export function toErrorResponse(err: unknown, log: Logger): { status: number; envelope: Envelope; headers: Record<string, string> } {
+  if (err instanceof HttpError) return { status: err.status, envelope: failEnvelope(err.status, err.message), headers: err.headers };
+  if (isGatewayError(err)) return { status: 200, envelope: failEnvelope(500, err.message), headers: {} };
+  log.error({ err }, 'unexpected error in REST handler');
+  return { status: 200, envelope: failEnvelope(500, 'internal error'), headers: {} };
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Writes the envelope. When the request body has not been read to its end (an early 401/404/413, or a
+ * handler that ignores bodies) the connection is closed after the response: Node would otherwise keep
+ * reading (and discarding) whatever the client still sends, which for a huge body is the very thing the
+ * limit is meant to prevent.
+ */
+export function sendEnvelope(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  envelope: Envelope,
+  headers: Record<string, string> = {},
+  log?: Logger,
+): void {
+  if (res.headersSent || res.writableEnded) {
+    // A response is already under way: the only safe thing left is to drop the connection.
+    req.socket.destroy();
+    return;
+  }
+  let body: string;
+  try {
+    body = JSON.stringify(envelope);
+  } catch (err) {
+    // e.g. a BigInt or a cycle in a health report: still answer with an envelope.
+    log?.error({ err }, 'REST response could not be serialised');
+    status = 200;
+    body = JSON.stringify(failEnvelope(500, 'internal error'));
+  }
+  res.statusCode = status;
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  if (!req.complete) res.setHeader('Connection', 'close');
+  res.end(body);
+}
