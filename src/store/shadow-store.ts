@@ -1,0 +1,229 @@
+/**
+ * Crash-safe persistence of the device shadow (DESIGN.md §3, notes/packages.md §4).
+ *
+ * Two generation files, `gen-a.bin` and `gen-b.bin`, each self-validating (length, magic, SHA-256).
+ * A save always writes the slot that does NOT hold the newest valid generation, atomically (temp file,
+ * fsync, rename, fsync dir), with a sequence number one above everything seen. So at every instant, even
+ * mid-write under kill -9 or a power cut, at least the previous generation is intact; load picks the
+ * newest valid one and reports every file it had to reject.
+ *
+ * node-persist keeps the manifest (last committed seq/slot/checksum), with its instance writeFile
+ * replaced by the atomic writer: a manifest that is ahead of every valid generation tells a load that the
+ * newest generation was lost, which a missing file alone cannot. The bulk data does not go through
+ * node-persist: its setItem deep-copies via JSON (stringify + parse of megabytes on the main thread).
+ */
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import nodePersist from 'node-persist';
+import type { LocalStorage } from 'node-persist';
+import type { Shadow } from '../core/shadow.js';
+import type { ShadowSnapshot } from '../core/snapshot.js';
+import type { Logger } from '../util/logger.js';
+import { atomicWriteFile, fsyncDir, removeStaleTmp } from './atomic-file.js';
+import { type Encoded, GenerationEncoder } from './generation-encoder.js';
+import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
+
+export { startPersisting } from './persist-loop.js';
+export type { PersistStats, Persister } from './persist-loop.js';
+
+const SLOTS = ['a', 'b'] as const;
+type Slot = (typeof SLOTS)[number];
+const MANIFEST_KEY = 'shadow-manifest';
+const fileOf = (slot: Slot): string => `gen-${slot}.bin`;
+
+export interface LoadResult {
+  /** Newest valid generation, or null (first start, or nothing valid: then `problems` says so). */
+  snapshot: ShadowSnapshot | null;
+  seq: number;
+  /** Which file was used, e.g. `gen-b.bin (seq 12)`, or why none was. */
+  source: string;
+  /** Every file rejected and why; non-empty means data may have been lost and must be logged loudly. */
+  problems: string[];
+}
+
+export interface ShadowStore {
+  readonly dir: string;
+  load(): Promise<LoadResult>;
+  /** Encodes synchronously (the short main-thread part), then hashes and writes off-thread. */
+  save(snapshot: ShadowSnapshot): Promise<void>;
+  /** Same as save(takeSnapshot(shadow, now)) without the intermediate snapshot: what the persister uses. */
+  saveShadow(shadow: Shadow, now: number): Promise<void>;
+  /** Removes every persisted generation and the manifest (data dir reset); the store stays usable. */
+  destroy(): Promise<void>;
+  /** Main-thread time of the last save's encode, ms. */
+  readonly lastEncodeMs: number;
+  /** Sequence number of the newest generation on disk (0: none). */
+  readonly seq: number;
+}
+
+interface Manifest {
+  seq: number;
+  slot: Slot;
+  savedAt: number;
+  bytes: number;
+  devices: number;
+  points: number;
+}
+
+export interface OpenShadowStoreOptions {
+  /** `<data_dir>/shadow`; created if missing. */
+  dir: string;
+  log: Logger;
+}
+
+export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<ShadowStore> {
+  const dir = path.resolve(opts.dir);
+  const { log } = opts;
+  await mkdir(dir, { recursive: true });
+  const stale = await removeStaleTmp(dir);
+  if (stale.length > 0) log.warn({ dir, files: stale }, 'removed temp files left by an interrupted save');
+
+  // expiredInterval 0: its sweep would re-read and parse every file every 2 min. No forgiveParseErrors:
+  // a bad manifest must be reported, not read as "no manifest". writeQueue off: saves are serialized here.
+  const storage: LocalStorage = nodePersist.create({ dir, expiredInterval: 0, writeQueue: false, ttl: false });
+  await storage.init();
+  storage.stopWriteQueueInterval(); // init starts it even with writeQueue off; nothing uses it
+  storage.writeFile = async (file, content) => {
+    await atomicWriteFile(file, JSON.stringify(content));
+    return { file, content };
+  };
+
+  let newest: Slot | null = null;
+  let seq = 0;
+  let loaded: Promise<LoadResult> | null = null;
+  /** Device ids each slot holds on disk: a save that drops a device rewrites both slots (rule 8). */
+  const slotIds: Record<Slot, Set<string> | null> = { a: null, b: null };
+  const encoder = new GenerationEncoder();
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = chain.then(fn, fn);
+    chain = run.catch(() => {});
+    return run;
+  };
+
+  async function readManifest(problems: string[]): Promise<Manifest | null> {
+    try {
+      const m = (await storage.getItem(MANIFEST_KEY)) as Manifest | undefined;
+      if (m === undefined) return null;
+      if (typeof m !== 'object' || m === null || !Number.isFinite(m.seq)) throw new Error('malformed manifest');
+      return m;
+    } catch (err) {
+      problems.push(`manifest unreadable (${(err as Error).message}); judging generations by their own headers`);
+      return null;
+    }
+  }
+
+  // load() must never reject: whatever goes wrong is a problem to report, and the gateway starts anyway.
+  async function scan(): Promise<LoadResult> {
+    try {
+      return await scanSlots();
+    } catch (err) {
+      newest = null;
+      const message = `cannot read the persisted shadow in ${dir} (${(err as Error).message}): the shadow starts EMPTY`;
+      return { snapshot: null, seq: 0, source: 'none valid', problems: [message] };
+    }
+  }
+
+  async function scanSlots(): Promise<LoadResult> {
+    const problems: string[] = [];
+    slotIds.a = slotIds.b = null;
+    const manifest = await readManifest(problems);
+    let best: { slot: Slot; seq: number; snapshot: ShadowSnapshot } | null = null;
+    let present = 0;
+    for (const slot of SLOTS) {
+      const file = path.join(dir, fileOf(slot));
+      let buf: Buffer;
+      try {
+        buf = await readFile(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        problems.push(`${fileOf(slot)}: cannot read (${(err as Error).message})`);
+        present++;
+        continue;
+      }
+      present++;
+      try {
+        const gen = await decodeGeneration(buf);
+        slotIds[slot] = new Set(gen.snapshot.devices.map((d) => d.id));
+        seq = Math.max(seq, gen.seq);
+        if (!best || gen.seq > best.seq) best = { slot, seq: gen.seq, snapshot: gen.snapshot };
+      } catch (err) {
+        const why = err instanceof GenerationError ? 'corrupt' : 'unreadable';
+        problems.push(`${fileOf(slot)}: ${why}, ignored (${(err as Error).message})`);
+      }
+    }
+    if (manifest) seq = Math.max(seq, manifest.seq);
+    newest = best?.slot ?? null;
+    if (best) {
+      if (manifest && manifest.seq > best.seq) {
+        problems.push(`newest generation seq ${manifest.seq} (${fileOf(manifest.slot)}) is lost; restored the previous one, seq ${best.seq}`);
+      }
+      return { snapshot: best.snapshot, seq: best.seq, source: `${fileOf(best.slot)} (seq ${best.seq})`, problems };
+    }
+    if (present > 0 || manifest) {
+      problems.push(`no valid shadow generation in ${dir}: the shadow starts EMPTY and persisted data is lost`);
+      return { snapshot: null, seq: 0, source: 'none valid', problems };
+    }
+    return { snapshot: null, seq: 0, source: 'none (first start)', problems };
+  }
+
+  async function writeSlot(slot: Slot, enc: Encoded, ids: Set<string>): Promise<void> {
+    const next = seq + 1;
+    await sealGeneration(enc.buf, next);
+    await atomicWriteFile(path.join(dir, fileOf(slot)), enc.buf);
+    seq = next;
+    newest = slot;
+    slotIds[slot] = ids;
+    const manifest: Manifest = { seq: next, slot, savedAt: enc.buf.readDoubleLE(24), bytes: enc.buf.length, devices: enc.devices, points: enc.points };
+    await storage.setItem(MANIFEST_KEY, manifest);
+  }
+
+  /** The encode already happened (synchronously, in the caller's tick); the rest waits its turn. */
+  function persist(enc: Encoded): Promise<void> {
+    const ids = new Set(enc.ids);
+    return serial(async () => {
+      if (!loaded) loaded = scan(); // never overwrite the only good generation blind
+      await loaded.catch(() => {});
+      const target: Slot = newest === 'a' ? 'b' : 'a';
+      await writeSlot(target, enc, ids);
+      // The other slot still holds the previous generation; if it has devices that are gone now, their
+      // data must not outlive the delete (rule 8), so it is rewritten with the current one too.
+      const other: Slot = target === 'a' ? 'b' : 'a';
+      const old = slotIds[other];
+      if (old && [...old].some((id) => !ids.has(id))) await writeSlot(other, enc, ids);
+    }).finally(() => encoder.release(enc));
+  }
+
+  const store: ShadowStore = {
+    dir,
+    get lastEncodeMs() {
+      return encoder.lastMs;
+    },
+    get seq() {
+      return seq;
+    },
+    load() {
+      // Later saves depend on which slot is newest: a load is the first thing the serial chain does.
+      loaded = serial(scan);
+      return loaded;
+    },
+    save(snapshot) {
+      return persist(encoder.fromSnapshot(snapshot));
+    },
+    saveShadow(shadow, now) {
+      return persist(encoder.fromShadow(shadow, now));
+    },
+    destroy() {
+      return serial(async () => {
+        for (const slot of SLOTS) await rm(path.join(dir, fileOf(slot)), { force: true });
+        await storage.removeItem(MANIFEST_KEY);
+        await removeStaleTmp(dir);
+        await fsyncDir(dir);
+        newest = null;
+        slotIds.a = slotIds.b = null;
+        log.info({ dir }, 'persisted shadow destroyed');
+      });
+    },
+  };
+  return store;
+}

@@ -1,0 +1,143 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Shadow } from '../../src/core/shadow.js';
+import { restoreSnapshot } from '../../src/core/snapshot.js';
+import { openShadowStore, startPersisting } from '../../src/store/shadow-store.js';
+import type { ShadowStore } from '../../src/store/shadow-store.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+const now = { t: Date.UTC(2024, 0, 1) };
+const clock = { now: () => now.t };
+
+function makeShadow(): Shadow {
+  const shadow = new Shadow({ maxDevices: 4, maxPoints: 16, defaultTtl: 60_000, clock });
+  shadow.AddDevice('d1', 'm', 60_000, { points: [{ name: 'p' }] });
+  shadow.AddDevice('d2', 'm', 60_000, { points: [{ name: 'p' }] });
+  return shadow;
+}
+
+async function withStore(fn: (store: ShadowStore, dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sg-persist-'));
+  try {
+    await fn(await openShadowStore({ dir, log: silentLogger }), dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function until(what: string, cond: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+/** Counts saves reaching the store, to prove "only on change" from the outside. */
+function counting(store: ShadowStore): { store: ShadowStore; saves: () => number } {
+  let n = 0;
+  const wrapped = Object.create(store) as ShadowStore;
+  wrapped.saveShadow = (shadow, at) => {
+    n++;
+    return store.saveShadow(shadow, at);
+  };
+  return { store: wrapped, saves: () => n };
+}
+
+test('saves on the interval only when the shadow changed', () =>
+  withStore(async (store) => {
+    const shadow = makeShadow();
+    const c = counting(store);
+    const persister = startPersisting(shadow, c.store, 10, clock, silentLogger);
+    try {
+      await until('first save', () => persister.stats().saves === 1);
+      await sleep(80); // ~8 ticks with nothing changed
+      assert.is(c.saves(), 1);
+      shadow.SetDevicePoint('d1', 'p', 42);
+      await until('save after change', () => persister.stats().saves === 2);
+      await sleep(60);
+      assert.is(c.saves(), 2);
+      const stats = persister.stats();
+      assert.is(stats.lastError, null);
+      assert.is(stats.seq, 2);
+      assert.is(stats.lastSaveAt, now.t);
+      assert.ok(stats.lastStallMs >= 0 && stats.lastStallMs < stats.lastSaveMs + 1);
+    } finally {
+      await persister.stop();
+    }
+  }));
+
+test('flush saves at once, waits for a save in flight, and never runs two at once', () =>
+  withStore(async (store) => {
+    const shadow = makeShadow();
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const slow = Object.create(store) as ShadowStore;
+    slow.saveShadow = async (s, at) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        const saved = store.saveShadow(s, at); // encodes now, as the real one does
+        await sleep(30);
+        await saved;
+      } finally {
+        inFlight--;
+      }
+    };
+    const persister = startPersisting(shadow, slow, 60_000, clock, silentLogger); // the timer never fires here
+    try {
+      shadow.SetDevicePoint('d1', 'p', 1);
+      const first = persister.flush();
+      shadow.SetDevicePoint('d1', 'p', 2);
+      await Promise.all([first, persister.flush(), persister.flush()]);
+      assert.is(maxInFlight, 1);
+      assert.is(persister.stats().saves, 2, 'the second flush saved the change made during the first');
+      const b = makeShadow();
+      restoreSnapshot(b, (await store.load()).snapshot!, now.t);
+      assert.is(b.GetDevicePoint('d1', 'p'), 2);
+    } finally {
+      await persister.stop();
+    }
+  }));
+
+test('after DeleteDevice a flush removes the device from disk; stop makes a final save', () =>
+  withStore(async (store) => {
+    const shadow = makeShadow();
+    shadow.SetDevicePoint('d2', 'p', 5);
+    const persister = startPersisting(shadow, store, 60_000, clock, silentLogger);
+    await persister.flush();
+    shadow.DeleteDevice('d2');
+    await persister.flush();
+    const loaded = await store.load();
+    assert.equal(loaded.snapshot!.devices.map((d) => d.id), ['d1']);
+    shadow.SetDevicePoint('d1', 'p', 9);
+    await persister.stop();
+    const b = makeShadow();
+    restoreSnapshot(b, (await store.load()).snapshot!, now.t);
+    assert.is(b.GetDevicePoint('d1', 'p'), 9);
+  }));
+
+test('a failing save is recorded, never thrown, and retried', () =>
+  withStore(async (store) => {
+    const shadow = makeShadow();
+    let fail = true;
+    const flaky = Object.create(store) as ShadowStore;
+    flaky.saveShadow = (s, at) => (fail ? Promise.reject(new Error('disk full')) : store.saveShadow(s, at));
+    const persister = startPersisting(shadow, flaky, 10, clock, silentLogger);
+    try {
+      await persister.flush();
+      assert.is(persister.stats().lastError, 'disk full');
+      assert.is(persister.stats().saves, 0);
+      fail = false;
+      await until('retry on the next tick', () => persister.stats().saves === 1);
+      assert.is(persister.stats().lastError, null);
+    } finally {
+      await persister.stop();
+    }
+  }));
+
+test.run();
