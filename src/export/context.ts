@@ -1,0 +1,45 @@
+/** What the composition root hands the export room: the shadow, the bus, the write path and config slices. */
+import type { Clock } from '../core/clock.js';
+import type { EventBus, ShadowEvents } from '../core/events.js';
+import type { DeviceIO } from '../core/io.js';
+import type { Access, Device, PointType } from '../core/types.js';
+import type { Logger } from '../util/logger.js';
+import type { MqttConfig, ShadowExportConfig } from '../config/types.js';
+
+/** The read side of the shadow the exporters need (structurally the core `Shadow`). */
+export interface ShadowView {
+  GetDevices(): Device[];
+  /** Go-style: `[device, true]` or `[null, false]`. */
+  GetDevice(id: string): [Device | null, boolean];
+  HasDevice(id: string): boolean;
+}
+
+/** Model info per point, for Home Assistant discovery. */
+export interface PointInfo {
+  name: string;
+  type: PointType;
+  access: Access;
+  unit?: string;
+  /** On/off point (coil, discrete input, GPIO line, modbus data_type bool): HA switch/binary_sensor. */
+  binary?: boolean;
+}
+
+/** The config slices come from the one schema (src/config/types.ts): durations ms, sizes bytes. */
+export type { MqttConfig, ShadowExportConfig } from '../config/types.js';
+export type { MqttBridgeConfig as BridgeConfig } from '../config/types.js';
+
+export interface ExportContext {
+  shadow: ShadowView;
+  bus: EventBus<ShadowEvents>;
+  io: DeviceIO;
+  /** The whole shadow in the REST shape (built by the api layer). */
+  shadowJson(): unknown;
+  devicePoints(id: string): PointInfo[];
+  mqtt: MqttConfig;
+  export: { shadow: ShadowExportConfig };
+  gatewayId: string;
+  /** Retained messages and the bridge queue live under `<dataDir>/mqtt/`. */
+  dataDir: string;
+  clock: Clock;
+  log: Logger;
+}

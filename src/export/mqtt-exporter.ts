@@ -1,0 +1,207 @@
+/**
+ * Shadow → MQTT: retained state and availability per device, data/offline events, the `set` command path,
+ * and Home Assistant discovery configs. Listens on the core bus; publishes through one `publish` function
+ * (the broker, and the bridge behind it).
+ */
+import { isGatewayError } from '../core/errors.js';
+import { ZERO_TIME_ISO, type Device } from '../core/types.js';
+import type { Principal } from './auth.js';
+import type { ExportContext } from './context.js';
+import { discoveryMessages, haId, type HaPointInfo } from './homeassistant.js';
+import {
+  localTime,
+  topicSafeDeviceId,
+  type DataEventPayload,
+  type OfflineEventPayload,
+  type SetResultPayload,
+  type StatePayload,
+  type Topics,
+} from './topics.js';
+
+/** Publishes one message; `payload` '' with retain clears a retained topic. */
+export type Publish = (topic: string, payload: string, retain: boolean) => void;
+
+// A flood of `set` messages must not pile up pending writes without bound.
+const MAX_PENDING_SETS = 64;
+
+export function statePayload(dev: Device): StatePayload {
+  const out: StatePayload = {};
+  for (const [name, p] of Object.entries(dev.points)) out[name] = p.value;
+  out.online = dev.online;
+  out.updated_at = dev.updatedAt === ZERO_TIME_ISO ? '0001-01-01 00:00:00' : localTime(Date.parse(dev.updatedAt));
+  return out;
+}
+
+export class MqttExporter {
+  private readonly discoveryTopics = new Map<string, string[]>();
+  private pendingSets = 0;
+  private readonly counters = { states: 0, events: 0, sets: 0, setsFailed: 0, setsRefused: 0 };
+
+  constructor(
+    private readonly ctx: ExportContext,
+    private readonly topics: Topics,
+    private readonly publish: Publish,
+  ) {}
+
+  private get ha(): { prefix: string } | null {
+    return this.ctx.mqtt.homeassistant.enable ? { prefix: this.ctx.mqtt.homeassistant.prefix } : null;
+  }
+
+  /** Publishes every device's state, availability and discovery; clears retained topics of devices that are gone. */
+  start(retainedTopics: readonly string[]): void {
+    const { bus } = this.ctx;
+    for (const dev of this.ctx.shadow.GetDevices()) this.publishDevice(dev.id);
+    this.clearStale(retainedTopics);
+    bus.on(this, 'dataChange', (e) => {
+      this.publishState(e.id);
+      const payload: DataEventPayload = { id: e.id, values: e.values, time: localTime(e.time), ts: e.time };
+      this.counters.events++;
+      this.publish(this.topics.eventData, JSON.stringify(payload), false);
+    });
+    bus.on(this, 'online', (e) => {
+      if (!topicSafeDeviceId(e.id)) return;
+      this.publishState(e.id);
+      this.publish(this.topics.availability(e.id), e.online ? 'online' : 'offline', true);
+    });
+    bus.on(this, 'ShadowOffline', (e) => {
+      const payload: OfflineEventPayload = { id: e.id, reason: e.reason, time: localTime(e.time), ts: e.time };
+      this.counters.events++;
+      this.publish(this.topics.eventOffline, JSON.stringify(payload), false);
+    });
+    bus.on(this, 'deviceAdded', (e) => this.publishDevice(e.id));
+    bus.on(this, 'deviceDeleted', (e) => this.clearDevice(e.id));
+  }
+
+  stop(): void {
+    this.ctx.bus.off(this);
+  }
+
+  stats(): Record<string, unknown> {
+    return { ...this.counters, pendingSets: this.pendingSets };
+  }
+
+  private publishState(id: string): void {
+    const [dev] = this.ctx.shadow.GetDevice(id);
+    if (!dev || !topicSafeDeviceId(id)) return;
+    this.counters.states++;
+    this.publish(this.topics.state(id), JSON.stringify(statePayload(dev)), true);
+  }
+
+  private publishDevice(id: string): void {
+    const [dev] = this.ctx.shadow.GetDevice(id);
+    if (!dev || !topicSafeDeviceId(id)) return;
+    this.publishState(id);
+    this.publish(this.topics.availability(id), dev.online ? 'online' : 'offline', true);
+    this.publishDiscovery(dev);
+  }
+
+  publishDiscovery(dev: Device): void {
+    const ha = this.ha;
+    if (!ha || !topicSafeDeviceId(dev.id)) return;
+    const msgs = discoveryMessages({
+      prefix: ha.prefix,
+      gatewayId: this.ctx.gatewayId,
+      deviceId: dev.id,
+      modelName: dev.modelName,
+      points: this.ctx.devicePoints(dev.id) as HaPointInfo[],
+      topics: this.topics,
+    });
+    const old = this.discoveryTopics.get(dev.id) ?? [];
+    const now = new Set(msgs.map((m) => m.topic));
+    for (const t of old) if (!now.has(t)) this.publish(t, '', true);
+    for (const m of msgs) this.publish(m.topic, JSON.stringify(m.payload), true);
+    this.discoveryTopics.set(dev.id, [...now]);
+  }
+
+  /** Home Assistant announces itself on `<prefix>/status`: send the configs again, as zigbee2mqtt does. */
+  republishDiscovery(): void {
+    for (const dev of this.ctx.shadow.GetDevices()) this.publishDiscovery(dev);
+  }
+
+  private clearDevice(id: string): void {
+    if (!topicSafeDeviceId(id)) return;
+    this.publish(this.topics.state(id), '', true);
+    this.publish(this.topics.availability(id), '', true);
+    for (const t of this.discoveryTopics.get(id) ?? []) this.publish(t, '', true);
+    this.discoveryTopics.delete(id);
+  }
+
+  /** Retained topics left from devices deleted while the gateway was down. */
+  private clearStale(retainedTopics: readonly string[]): void {
+    const ha = this.ha;
+    const live = new Set<string>();
+    for (const list of this.discoveryTopics.values()) for (const t of list) live.add(t);
+    const nodePrefix = `${haId(this.ctx.gatewayId)}_`;
+    for (const topic of retainedTopics) {
+      const parsed = this.topics.parse(topic);
+      if ((parsed?.kind === 'state' || parsed?.kind === 'availability') && !this.ctx.shadow.HasDevice(parsed.device)) {
+        this.publish(topic, '', true);
+      } else if (ha && topic.startsWith(`${ha.prefix}/`) && topic.endsWith('/config')) {
+        const node = topic.split('/')[2] ?? '';
+        if (node.startsWith(nodePrefix) && !live.has(topic)) this.publish(topic, '', true);
+      }
+    }
+  }
+
+  /** A client publish that passed the ACL. */
+  onClientPublish(topic: string, payload: Buffer, principal: Principal): void {
+    const parsed = this.topics.parse(topic);
+    if (parsed?.kind === 'set') {
+      void this.handleSet(parsed.device, payload, principal);
+      return;
+    }
+    const ha = this.ha;
+    if (ha && topic === `${ha.prefix}/status` && payload.toString() === 'online') this.republishDiscovery();
+  }
+
+  /** `<base>/<device>/set` → the batch write path → `<base>/<device>/set/result`. Never throws. */
+  async handleSet(device: string, payload: Buffer, principal: Principal): Promise<SetResultPayload> {
+    const result: SetResultPayload = { success: false, errorMsg: '', values: [] };
+    const done = (): SetResultPayload => {
+      if (result.success) this.counters.sets++;
+      else this.counters.setsFailed++;
+      this.publish(this.topics.setResult(device), JSON.stringify(result), false);
+      return result;
+    };
+    if (principal.kind === 'anonymous' || (principal.kind === 'user' && !principal.canWrite)) {
+      // The ACL already refuses these; kept so a wiring mistake can never open the write path.
+      this.counters.setsRefused++;
+      result.errorMsg = 'not authorized to write';
+      return done();
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(payload.toString('utf8'));
+    } catch (err) {
+      result.errorMsg = `set payload is not valid JSON: ${(err as Error).message}`;
+      return done();
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      result.errorMsg = 'set payload must be a JSON object {"<point>": value, …}';
+      return done();
+    }
+    result.values = Object.entries(body).map(([name, value]) => ({ name, value }));
+    if (result.values.length === 0) {
+      result.errorMsg = 'set payload names no point';
+      return done();
+    }
+    if (this.pendingSets >= MAX_PENDING_SETS) {
+      result.errorMsg = 'too many writes pending, try again';
+      return done();
+    }
+    this.pendingSets++;
+    try {
+      await this.ctx.io.writePoints(device, result.values);
+      result.success = true;
+    } catch (err) {
+      if (isGatewayError(err)) result.errorMsg = err.message;
+      else {
+        this.ctx.log.error({ err, device }, 'mqtt set failed');
+        result.errorMsg = 'write failed';
+      }
+    } finally {
+      this.pendingSets--;
+    }
+    return done();
+  }
+}

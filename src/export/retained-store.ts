@@ -1,0 +1,119 @@
+/**
+ * Retained messages on flat files. Aedes keeps retained messages in memory only (no persistence package is
+ * installed), so the gateway mirrors every retained publish here and replays the file at start: a Home
+ * Assistant that reconnects after a gateway restart still finds every state and discovery config.
+ * The file is one JSON document replaced atomically, written at most once per `debounceMs`.
+ */
+import { readFile } from 'node:fs/promises';
+import { writeFileAtomic } from './atomic-file.js';
+
+interface StoredMessage {
+  topic: string;
+  /** utf8 text, or base64 when `b64` is set (binary payloads from clients). */
+  payload: string;
+  b64?: true;
+  qos: 0 | 1 | 2;
+}
+
+export interface RetainedMessage {
+  topic: string;
+  payload: Buffer;
+  qos: 0 | 1 | 2;
+}
+
+export class RetainedStore {
+  private readonly messages = new Map<string, StoredMessage>();
+  private timer: NodeJS.Timeout | null = null;
+  private saving: Promise<void> | null = null;
+  private dirty = false;
+  private dropped = 0;
+
+  constructor(
+    private readonly path: string,
+    private readonly onError: (err: unknown) => void,
+    private readonly debounceMs = 1000,
+    private readonly maxTopics = 20_000,
+  ) {}
+
+  /** Loads the file; a missing or unreadable file starts empty (reported through onError when corrupt). */
+  async load(): Promise<RetainedMessage[]> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch {
+      return [];
+    }
+    try {
+      const list = JSON.parse(text) as StoredMessage[];
+      for (const m of list) if (typeof m.topic === 'string' && typeof m.payload === 'string') this.messages.set(m.topic, m);
+    } catch (err) {
+      this.onError(new Error(`retained messages file ${this.path} is corrupt, starting empty: ${(err as Error).message}`));
+    }
+    return [...this.messages.values()].map((m) => ({
+      topic: m.topic,
+      payload: Buffer.from(m.payload, m.b64 ? 'base64' : 'utf8'),
+      qos: m.qos,
+    }));
+  }
+
+  /** Mirrors one retained publish; an empty payload clears the topic (MQTT semantics). */
+  record(topic: string, payload: Buffer, qos: 0 | 1 | 2): void {
+    if (payload.length === 0) {
+      if (!this.messages.delete(topic)) return;
+    } else {
+      if (!this.messages.has(topic) && this.messages.size >= this.maxTopics) {
+        this.dropped++;
+        return;
+      }
+      const text = payload.toString('utf8');
+      const stored: StoredMessage = Buffer.from(text, 'utf8').equals(payload)
+        ? { topic, payload: text, qos }
+        : { topic, payload: payload.toString('base64'), b64: true, qos };
+      this.messages.set(topic, stored);
+    }
+    this.dirty = true;
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      void this.save();
+    }, this.debounceMs);
+  }
+
+  topicsUnder(prefix: string): string[] {
+    return [...this.messages.keys()].filter((t) => t.startsWith(prefix));
+  }
+
+  get size(): number {
+    return this.messages.size;
+  }
+
+  get droppedCount(): number {
+    return this.dropped;
+  }
+
+  /** Writes now if anything changed (serialised: one write in flight). */
+  async save(): Promise<void> {
+    if (this.saving) {
+      await this.saving;
+      if (!this.dirty) return;
+    }
+    if (!this.dirty) return;
+    this.dirty = false;
+    const data = JSON.stringify([...this.messages.values()]);
+    this.saving = writeFileAtomic(this.path, data).catch((err: unknown) => {
+      this.dirty = true;
+      this.onError(err);
+    });
+    try {
+      await this.saving;
+    } finally {
+      this.saving = null;
+    }
+  }
+
+  /** Stops the debounce timer and writes what is pending. */
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.save();
+  }
+}

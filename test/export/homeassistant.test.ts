@@ -1,0 +1,73 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { componentFor, discoveryMessages } from '../../src/export/homeassistant.js';
+import { startExport } from '../../src/export/index.js';
+import { Topics } from '../../src/export/topics.js';
+import { collect, connectClient, endClient, makeFixture, MODEL_POINTS, removeDir, waitFor } from './helpers.js';
+
+// Required/recognised keys per HA's MQTT platform docs (sensor, binary_sensor, switch, number, text).
+const COMMON = ['name', 'unique_id', 'state_topic', 'availability_topic', 'payload_available', 'payload_not_available', 'device'];
+const ALLOWED = new Set([...COMMON, 'value_template', 'origin', 'unit_of_measurement', 'device_class', 'state_class',
+  'payload_on', 'payload_off', 'state_on', 'state_off', 'command_topic', 'command_template', 'optimistic', 'mode',
+  'min', 'max', 'step']);
+
+test('component per point: sensor, binary_sensor, switch, number, text', () => {
+  const comps = Object.fromEntries(MODEL_POINTS.map((p) => [p.name, componentFor(p)]));
+  assert.equal(comps, { temp: 'sensor', energy: 'sensor', relay1: 'switch', door: 'binary_sensor', setpoint: 'number', label: 'text' });
+  assert.is(componentFor({ name: 'x', type: 'int', access: 'RW', binary: true } as never), 'switch');
+  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', binary: false } as never), 'number');
+});
+
+test('discovery payloads carry HA fields, a device block and command paths', () => {
+  const msgs = discoveryMessages({ prefix: 'homeassistant', gatewayId: 'gw-1', deviceId: 'dev1', modelName: 'm', points: MODEL_POINTS, topics: new Topics('sg') });
+  const by = Object.fromEntries(msgs.map((m) => [m.topic, m.payload]));
+  const sw = by['homeassistant/switch/gw-1_dev1/relay1/config']!;
+  assert.ok(sw, Object.keys(by).join(','));
+  for (const m of msgs) {
+    for (const k of COMMON) assert.ok(k in m.payload, `${m.topic} lacks ${k}`);
+    for (const k of Object.keys(m.payload)) assert.ok(ALLOWED.has(k), `${m.topic}: unexpected key ${k}`);
+    assert.equal((m.payload.device as { identifiers: string[] }).identifiers, ['gw-1_dev1']);
+    assert.is(m.payload.availability_topic, 'sg/dev1/availability');
+    assert.is(m.payload.state_topic, 'sg/dev1');
+  }
+  assert.is(sw.command_topic, 'sg/dev1/set');
+  assert.is(sw.payload_on, '{"relay1":1}');
+  assert.is(sw.state_on, '1');
+  const temp = by['homeassistant/sensor/gw-1_dev1/temp/config']!;
+  assert.equal([temp.device_class, temp.state_class, temp.unit_of_measurement], ['temperature', 'measurement', '°C']);
+  assert.equal(by['homeassistant/sensor/gw-1_dev1/energy/config']!.state_class, 'total_increasing');
+  const num = by['homeassistant/number/gw-1_dev1/setpoint/config']!;
+  assert.is(num.command_topic, 'sg/dev1/set');
+  assert.is(num.command_template, '{{ {"setpoint": value} | tojson }}');
+  assert.ok((num.min as number) < 0 && (num.max as number) > 1000);
+  assert.is(by['homeassistant/text/gw-1_dev1/label/config']!.command_topic, 'sg/dev1/set');
+  assert.is(new Set(msgs.map((m) => m.payload.unique_id)).size, msgs.length);
+});
+
+test('discovery configs are retained on the broker, HA switch payload writes, device deletion removes them', async () => {
+  const f = makeFixture({ mqtt: { homeassistant: { enable: true, prefix: 'homeassistant' } } });
+  const gw = await startExport(f.ctx);
+  const c = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`);
+  try {
+    const got = await collect(c, 'homeassistant/#');
+    await waitFor(() => got.length === 12, 3000, '12 retained configs (2 devices x 6 points)');
+    const sw = JSON.parse(got.find((m) => m.topic === 'homeassistant/switch/gw1_dev1/relay1/config')!.payload);
+    // What HA sends when the switch is turned on goes through the set path.
+    await f.ctx.io.writePoints('dev1', Object.entries(JSON.parse(sw.payload_on)).map(([name, value]) => ({ name, value })));
+    assert.equal(f.io.writes[0]!.values, [{ name: 'relay1', value: 1 }]);
+    got.length = 0;
+    f.shadow.DeleteDevice('dev2');
+    await waitFor(() => got.length === 6, 3000, 'six removals');
+    assert.ok(got.every((m) => m.topic.includes('gw1_dev2') && m.payload === ''));
+    // HA's birth message makes the gateway send the configs again.
+    got.length = 0;
+    const ha = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`, { username: 'ha', password: 'pw' }).catch(() => null);
+    assert.is(ha, null, 'unknown user is refused');
+  } finally {
+    await endClient(c);
+    await gw.stop();
+    removeDir(f.dir);
+  }
+});
+
+test.run();
