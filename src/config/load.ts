@@ -52,6 +52,7 @@ const ENV_OVERRIDES = [
   { name: 'SHADOWGATE_DATA_DIR', section: 'gateway', key: 'data_dir', port: false },
   { name: 'SHADOWGATE_HTTP_PORT', section: 'http', key: 'port', port: true },
   { name: 'SHADOWGATE_MQTT_PORT', section: 'mqtt', key: 'port', port: true },
+  { name: 'SHADOWGATE_MQTT_WS_PORT', section: 'mqtt', key: 'ws_port', port: true },
 ] as const;
 
 function applyEnv(cfg: Record<string, unknown>, env: NodeJS.ProcessEnv, problems: string[]): void {
@@ -174,13 +175,16 @@ export async function loadConfigFile(file: string, opts: LoadOptions = {}): Prom
  */
 export function resolveDevices(config: GatewayConfig, opts: { skipUnresolved?: boolean } = {}): ResolvedDevice[] {
   const out: ResolvedDevice[] = [];
+  // One point index per model, shared by its devices: a fleet of identical meters costs one map, not N.
+  const indexes = new Map<ModelConfig, Map<string, PointConfig>>();
   for (const device of config.devices) {
     const model = Object.hasOwn(config.models, device.model) ? config.models[device.model] : undefined;
     if (!model) {
       if (opts.skipUnresolved) continue;
       throw new ConfigError([`devices: unknown model "${device.model}" for device "${device.id}"`]);
     }
-    const points = new Map<string, PointConfig>(model.points.map((p) => [p.name, p]));
+    let points = indexes.get(model);
+    if (!points) indexes.set(model, (points = new Map<string, PointConfig>(model.points.map((p) => [p.name, p]))));
     out.push({ config: device, model, points, ttl: device.ttl ?? config.shadow.default_ttl });
   }
   return out;
