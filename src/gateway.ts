@@ -120,7 +120,9 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
       continue;
     }
     try {
-      const driver = factory(bus, resolved.filter((d) => d.config.bus === bus.id), {
+      // The gpio driver maps BCM numbers through the board (gateway.board overrides detection).
+      const busConfig = bus.driver === 'gpio' && config.gateway.board ? { ...bus, board: config.gateway.board } : bus;
+      const driver = factory(busConfig, resolved.filter((d) => d.config.bus === bus.id), {
         sink, clock, log: busLog,
         lastValue: (id, point) => pointValue(shadow, id, point, 'value'),
         lastWrite: (id, point) => pointValue(shadow, id, point, 'writeValue'),

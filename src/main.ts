@@ -7,7 +7,8 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile } from './config/load.js';
+import { ConfigError, loadConfigFile, registerConfigChecker } from './config/load.js';
+import { gpioConfigChecker } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
@@ -22,6 +23,9 @@ const USAGE = `usage: shadowgate <command> [options]
 environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADOWGATE_MQTT_PORT, SHADOWGATE_MQTT_WS_PORT`;
 
 const DEFAULT_CONFIG = '/etc/shadowgate/config.json';
+
+// Driver checks join the config validation (config/ may not import drivers, so they register here).
+registerConfigChecker(gpioConfigChecker);
 
 async function loadOrExplain(file: string): Promise<Awaited<ReturnType<typeof loadConfigFile>> | undefined> {
   try {
