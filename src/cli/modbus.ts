@@ -1,0 +1,147 @@
+/**
+ * `shadowgate scan|read|write` for Modbus buses: one-off I/O through the same bus owner, codec and
+ * writer as the daemon, without it. Exit codes: 0 done, 1 the device did not answer / refused,
+ * 2 usage or config error. (Do not run it while the daemon holds the same serial port.)
+ */
+import type { BusConfig, GatewayConfig, ModbusPointBlock } from '../config/types.js';
+import { isGatewayError } from '../core/errors.js';
+import { resolveAddress } from '../protocol/modbus/address.js';
+import { blockProblems, decodeBit, decodeRegisters, isBitTable, pointWidth } from '../protocol/modbus/codec.js';
+import { charMs, silenceMs } from '../protocol/modbus/wire-cost.js';
+import { BusOwner, PRIORITY } from '../drivers/modbus/bus-owner.js';
+import { num } from '../drivers/modbus/driver.js';
+import type { ModbusPoint } from '../drivers/modbus/device-plan.js';
+import { RtuTransport, TcpTransport, READ_FC, type ModbusTransport } from '../drivers/modbus/transport.js';
+import { rtuOptions } from '../drivers/modbus-rtu.js';
+import { executeWrites, planWrites } from '../drivers/modbus/writer.js';
+import { silentLogger } from '../util/logger.js';
+
+class UsageError extends Error {}
+
+function parseFlags(args: readonly string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith('--')) throw new UsageError(`unexpected argument "${a}"`);
+    const [key, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
+    const value = inline ?? args[++i];
+    if (value === undefined) throw new UsageError(`--${key} needs a value`);
+    flags.set(key, value);
+  }
+  return flags;
+}
+
+function intFlag(flags: Map<string, string>, key: string, fallback?: number): number {
+  const text = flags.get(key);
+  if (text === undefined) {
+    if (fallback === undefined) throw new UsageError(`--${key} is required`);
+    return fallback;
+  }
+  const n = Number(text);
+  if (!Number.isInteger(n)) throw new UsageError(`--${key} must be an integer, not "${text}"`);
+  return n;
+}
+
+function owner(bus: BusConfig, timeoutOverride?: number): BusOwner {
+  let transport: ModbusTransport;
+  let silence = 0;
+  let drain = 0;
+  if (bus.driver === 'modbus-rtu') {
+    const serial = rtuOptions(bus);
+    transport = new RtuTransport(serial);
+    silence = silenceMs(serial.baudRate);
+    drain = Math.ceil(256 * charMs(serial.baudRate)) + 20;
+  } else if (bus.driver === 'modbus-tcp') {
+    transport = new TcpTransport(String(bus['host']), num(bus, 'port', 502), num(bus, 'timeout', 1000));
+  } else {
+    throw new UsageError(`bus ${bus.id} is a ${bus.driver} bus, not modbus-rtu or modbus-tcp`);
+  }
+  return new BusOwner(transport, {
+    busId: bus.id, timeoutMs: timeoutOverride ?? num(bus, 'timeout', 300), silenceMs: silence, drainMaxMs: drain,
+    reopenMinMs: 60_000, reopenMaxMs: 60_000, reopenAfterTimeouts: Infinity, log: silentLogger,
+  });
+}
+
+function blockFrom(flags: Map<string, string>): ModbusPointBlock {
+  const table = (flags.get('table') ?? 'holding') as ModbusPointBlock['table'];
+  if (!['coil', 'discrete', 'input', 'holding'].includes(table)) throw new UsageError(`--table must be coil, discrete, input or holding`);
+  const address = resolveAddress(/^\d+$/.test(flags.get('address') ?? '') && (flags.get('address') ?? '').length < 5 ? Number(flags.get('address')) : (flags.get('address') ?? ''), table);
+  if (typeof address === 'string') throw new UsageError(flags.has('address') ? address : '--address is required');
+  const block: ModbusPointBlock = {
+    table, address,
+    data_type: (flags.get('type') ?? (isBitTable(table) ? 'bool' : 'uint16')) as ModbusPointBlock['data_type'],
+    word_order: flags.get('word-order') === 'little' ? 'little' : 'big',
+    byte_order: flags.get('byte-order') === 'little' ? 'little' : 'big',
+  };
+  if (flags.has('length')) block.length = intFlag(flags, 'length');
+  if (flags.has('bit')) block.bit = intFlag(flags, 'bit');
+  const problems = blockProblems(block);
+  if (problems.length > 0) throw new UsageError(problems.join('; '));
+  return block;
+}
+
+export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: string[], config: GatewayConfig, out: (line: string) => void): Promise<number> {
+  let bus: BusOwner | null = null;
+  try {
+    const flags = parseFlags(args);
+    const busId = flags.get('bus');
+    if (!busId) throw new UsageError('--bus is required');
+    const busConfig = config.buses.find((b) => b.id === busId);
+    if (!busConfig) throw new UsageError(`unknown bus "${busId}" (buses: ${config.buses.map((b) => b.id).join(', ') || 'none'})`);
+    if (cmd === 'scan') {
+      const from = intFlag(flags, 'from', 1);
+      const to = intFlag(flags, 'to', 247);
+      if (from < 0 || to > 255 || from > to) throw new UsageError('--from/--to must satisfy 0 <= from <= to <= 255');
+      // A short timeout: a scan of 247 ids at the bus's 300 ms would take over a minute.
+      bus = owner(busConfig, flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min(num(busConfig, 'timeout', 300), 200));
+      await bus.start();
+      if (!bus.open) throw new Error(`cannot open ${bus.label}: ${String(bus.totals.lastError)}`);
+      return await scan(bus, from, to, out);
+    }
+    const unit = intFlag(flags, 'unit');
+    const block = blockFrom(flags);
+    const point: ModbusPoint = { name: `${block.table}:${block.address}`, block, width: pointWidth(block), access: 'RW', pollMs: 0 };
+    if (cmd === 'write' && !flags.has('value')) throw new UsageError('--value is required');
+    const ops = cmd === 'write' ? planWrites([{ point, value: flags.get('value')! }]) : [];
+    bus = owner(busConfig);
+    await bus.start();
+    if (!bus.open) throw new Error(`cannot open ${bus.label}: ${String(bus.totals.lastError)}`);
+    if (cmd === 'write') {
+      await bus.enqueue(PRIORITY.write, (io) => executeWrites(io, unit, ops, num(busConfig, 'retries', 1)));
+      out(`wrote ${flags.get('value')} to unit ${unit} ${block.table} ${block.address}`);
+      return 0;
+    }
+    const data = (await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: READ_FC[block.table], address: block.address, count: point.width }, num(busConfig, 'retries', 1)))) as (number | boolean)[];
+    const value = isBitTable(block.table) ? decodeBit(data[0] ?? false) : decodeRegisters(block, data as number[], 0);
+    out(String(value));
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || (isGatewayError(err) && (err.code === 'CONFIG_INVALID' || err.code === 'INVALID_VALUE'))) {
+      out(`error: ${(err as Error).message}`);
+      return 2;
+    }
+    out(`error: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    await bus?.stop();
+  }
+}
+
+/** Any answer — data or a Modbus exception — proves a device owns the id. */
+async function scan(bus: BusOwner, from: number, to: number, out: (line: string) => void): Promise<number> {
+  const found: number[] = [];
+  for (let unit = from; unit <= to; unit++) {
+    try {
+      await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: 3, address: 0, count: 1 }));
+      found.push(unit);
+      out(`unit ${unit}: answered`);
+    } catch (err) {
+      if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') {
+        found.push(unit);
+        out(`unit ${unit}: answered with ${err.message.replace(/ from unit \d+$/, '')}`);
+      }
+    }
+  }
+  out(found.length > 0 ? `found ${found.length} unit(s): ${found.join(', ')}` : `no unit answered between ${from} and ${to}`);
+  return found.length > 0 ? 0 : 1;
+}

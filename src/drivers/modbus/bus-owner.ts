@@ -1,0 +1,271 @@
+/**
+ * The single owner of one Modbus link. Every request on the bus goes through here, strictly one at
+ * a time (RTU has no transaction ids: two requests in flight desynchronise the link for good), with
+ * t3.5 of silence before each request, a timeout on every request, a drain after a timeout or a
+ * corrupt frame, and a reopen loop with backoff when the port or socket goes away (USB unplug,
+ * socat restart, PLC reboot). Jobs are queued by priority: writes, then on-demand reads, then polls.
+ */
+import { GatewayError } from '../../core/errors.js';
+import type { Logger } from '../../util/logger.js';
+import { classify, type ClassifiedError } from './errors.js';
+import type { ModbusTransport, WireRequest } from './transport.js';
+
+export const PRIORITY = { write: 0, read: 1, poll: 2 } as const;
+export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
+
+export interface BusOwnerOptions {
+  busId: string;
+  timeoutMs: number;
+  /** Silence before each request (t3.5 on RTU, 0 on TCP). */
+  silenceMs: number;
+  /** Longest possible late answer, ms: the drain waits at most this long. */
+  drainMaxMs: number;
+  reopenMinMs: number;
+  reopenMaxMs: number;
+  /** Consecutive timeouts bus-wide (no answer from anyone) after which the link is reopened. */
+  reopenAfterTimeouts: number;
+  log: Logger;
+  /** Called after every successful (re)open, so degraded devices are probed at once. */
+  onOpen?: () => void;
+}
+
+/** The request never reached the wire because the link is down: the bus's fault, not the slave's. */
+export class LinkDownError extends GatewayError {
+  constructor(message: string) {
+    super('DRIVER_ERROR', message);
+  }
+}
+
+export interface UnitStats {
+  requests: number;
+  timeouts: number;
+  crcErrors: number;
+  exceptions: number;
+  errors: number;
+  lastRttMs: number | null;
+}
+
+/** What a job may do while it holds the bus. */
+export interface BusIo {
+  /** One request; `retries` extra attempts after a timeout or corrupt frame. Throws GatewayError. */
+  request(unit: number, req: WireRequest, retries?: number): Promise<number[] | boolean[] | undefined>;
+}
+
+interface QueuedJob {
+  priority: Priority;
+  run: (io: BusIo) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class BusOwner {
+  private readonly queues: QueuedJob[][] = [[], [], []];
+  private busy = false;
+  private stopped = true;
+  private lastFrameEnd = 0;
+  private consecutiveTimeouts = 0;
+  private reopenTimer: NodeJS.Timeout | undefined;
+  private reopenDelay: number;
+  private opening: Promise<void> | null = null;
+  private idle: Promise<void> = Promise.resolve();
+  private markIdle: () => void = () => {};
+  readonly units = new Map<number, UnitStats>();
+  readonly totals = { requests: 0, timeouts: 0, crcErrors: 0, exceptions: 0, errors: 0, opens: 0, lastRttMs: null as number | null, lastError: null as string | null };
+  private readonly io: BusIo;
+
+  constructor(private readonly transport: ModbusTransport, private readonly options: BusOwnerOptions) {
+    this.reopenDelay = options.reopenMinMs;
+    this.io = { request: (unit, req, retries = 0) => this.wire(unit, req, retries) };
+    transport.onLost((reason) => {
+      if (this.stopped) return;
+      options.log.warn({ bus: options.busId, link: transport.label, reason }, 'modbus link lost; reopening');
+      this.totals.lastError = `link lost: ${reason}`;
+      this.scheduleReopen(0);
+    });
+  }
+
+  get label(): string {
+    return this.transport.label;
+  }
+
+  get open(): boolean {
+    return this.transport.isOpen();
+  }
+
+  get queueDepth(): number {
+    return this.queues.reduce((n, q) => n + q.length, 0) + (this.busy ? 1 : 0);
+  }
+
+  /** Opens the link (first attempt awaited; failures keep retrying in the background). */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.tryOpen();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.reopenTimer);
+    for (const q of this.queues) {
+      for (const job of q.splice(0)) job.reject(new GatewayError('DRIVER_ERROR', `bus ${this.options.busId} stopped`));
+    }
+    await this.idle;
+    await this.opening?.catch(() => {});
+    await this.transport.close();
+  }
+
+  /** Queues a job; it runs alone on the bus. Resolves with what the job returns. */
+  enqueue<T>(priority: Priority, run: (io: BusIo) => Promise<T>): Promise<T> {
+    if (this.stopped) return Promise.reject(new GatewayError('DRIVER_ERROR', `bus ${this.options.busId} is stopped`));
+    return new Promise<T>((resolve, reject) => {
+      this.queues[priority]!.push({ priority, run, resolve: resolve as (v: unknown) => void, reject });
+      void this.pump();
+    });
+  }
+
+  /** Drops queued jobs the predicate selects (a degraded device's polls), rejecting them. */
+  drop(priority: Priority, predicate: (run: QueuedJob['run']) => boolean): void {
+    const q = this.queues[priority]!;
+    for (let i = q.length - 1; i >= 0; i--) {
+      if (predicate(q[i]!.run)) q.splice(i, 1)[0]!.reject(new GatewayError('DRIVER_ERROR', 'dropped'));
+    }
+  }
+
+  private async pump(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    this.idle = new Promise((resolve) => (this.markIdle = resolve));
+    try {
+      for (;;) {
+        const job = this.queues.find((q) => q.length > 0)?.shift();
+        if (!job) break;
+        try {
+          job.resolve(await job.run(this.io));
+        } catch (err) {
+          job.reject(err);
+        }
+      }
+    } finally {
+      this.busy = false;
+      this.markIdle();
+    }
+  }
+
+  private stats(unit: number): UnitStats {
+    let s = this.units.get(unit);
+    if (!s) {
+      s = { requests: 0, timeouts: 0, crcErrors: 0, exceptions: 0, errors: 0, lastRttMs: null };
+      this.units.set(unit, s);
+    }
+    return s;
+  }
+
+  private async wire(unit: number, req: WireRequest, retries: number): Promise<number[] | boolean[] | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once(unit, req);
+      } catch (err) {
+        const c = err as ClassifiedError;
+        if (attempt < retries && (c.kind === 'timeout' || c.kind === 'crc') && !this.stopped) continue;
+        throw c.error;
+      }
+    }
+  }
+
+  private async once(unit: number, req: WireRequest): Promise<number[] | boolean[] | undefined> {
+    const where = `${this.options.busId} (${this.transport.label})`;
+    if (!this.transport.isOpen()) {
+      throw classify(new LinkDownError(`${where}: link is not open (reopening in the background)`), unit, where);
+    }
+    // t3.5: a slave may ignore a request that follows the previous frame too closely.
+    await this.silence();
+    const stats = this.stats(unit);
+    stats.requests++;
+    this.totals.requests++;
+    const t0 = performance.now();
+    try {
+      const result = await this.transport.request(unit, req, this.options.timeoutMs);
+      const rtt = performance.now() - t0;
+      stats.lastRttMs = this.totals.lastRttMs = Math.round(rtt * 10) / 10;
+      this.consecutiveTimeouts = 0;
+      return result;
+    } catch (err) {
+      const c = classify(err, unit, where);
+      this.totals.lastError = c.error.message;
+      if (c.kind === 'timeout') {
+        stats.timeouts++;
+        this.totals.timeouts++;
+        this.consecutiveTimeouts++;
+      } else if (c.kind === 'crc') {
+        stats.crcErrors++;
+        this.totals.crcErrors++;
+      } else if (c.kind === 'exception') {
+        stats.exceptions++;
+        this.totals.exceptions++;
+        this.consecutiveTimeouts = 0;
+      } else {
+        stats.errors++;
+        this.totals.errors++;
+      }
+      if (c.kind === 'timeout' || c.kind === 'crc') {
+        await this.transport.drain(Math.max(this.options.silenceMs * 2, 15), this.options.drainMaxMs);
+        if (this.consecutiveTimeouts >= this.options.reopenAfterTimeouts) {
+          // Nobody has answered for a while: the adapter may be wedged or gone without a close event.
+          // Done inside the job's slot so no other request races the reopen.
+          this.consecutiveTimeouts = 0;
+          await this.tryOpen();
+        }
+      }
+      throw c;
+    } finally {
+      this.lastFrameEnd = performance.now();
+    }
+  }
+
+  /**
+   * Waits out t3.5 since the last frame. Timers overshoot by about a millisecond, which at 9600 baud
+   * is a quarter of the silence itself on every request; so sleep to just short of it and finish
+   * with event-loop turns (I/O keeps flowing; at most ~1.5 ms of busy turns per request).
+   */
+  private async silence(): Promise<void> {
+    const target = this.lastFrameEnd + this.options.silenceMs;
+    const wait = target - performance.now();
+    if (wait <= 0) return;
+    if (wait > 1.5) await sleep(Math.floor(wait - 1));
+    while (performance.now() < target) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+
+  private scheduleReopen(delayMs: number): void {
+    if (this.stopped || this.reopenTimer) return;
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      void this.tryOpen();
+    }, delayMs);
+  }
+
+  private async tryOpen(): Promise<void> {
+    if (this.opening) return this.opening;
+    this.opening = (async () => {
+      try {
+        await this.transport.open();
+        if (this.totals.opens > 0 || this.totals.lastError) {
+          this.options.log.info({ bus: this.options.busId, link: this.transport.label }, 'modbus link open');
+        }
+        this.totals.opens++;
+        this.reopenDelay = this.options.reopenMinMs;
+        this.options.onOpen?.();
+      } catch (err) {
+        this.totals.lastError = `open ${this.transport.label}: ${(err as Error).message}`;
+        this.options.log.warn({ bus: this.options.busId, link: this.transport.label, err: (err as Error).message, retryMs: this.reopenDelay }, 'cannot open modbus link');
+        const delay = this.reopenDelay;
+        this.reopenDelay = Math.min(this.reopenDelay * 2, this.options.reopenMaxMs);
+        this.opening = null;
+        this.scheduleReopen(delay);
+        return;
+      }
+      this.opening = null;
+    })();
+    return this.opening;
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The Modbus driver shared by modbus-rtu and modbus-tcp: one BusOwner per link, devices compiled
+ * into planned poll groups, on-demand reads and writes through the same queue, and metrics.
+ */
+import type { BusConfig, ResolvedDevice } from '../../config/types.js';
+import { GatewayError, unknownDevice, unknownPoint } from '../../core/errors.js';
+import type { RawPointValue } from '../../protocol/modbus/codec.js';
+import type { PlanOptions } from '../../protocol/modbus/planner.js';
+import type { Driver, DriverContext, PointWrite, RawValue } from '../types.js';
+import { BusOwner, PRIORITY, type BusOwnerOptions } from './bus-owner.js';
+import { DEFAULT_HEALTH, type HealthOptions } from './device-health.js';
+import { compileDevice, decodeResponse, planGroup, type CompiledDevice } from './device-plan.js';
+import { Poller } from './poller.js';
+import { READ_FC, type ModbusTransport } from './transport.js';
+import { executeWrites, planWrites } from './writer.js';
+
+/** Knobs that are not user config; tests shorten them. */
+export interface ModbusTuning {
+  health?: Partial<HealthOptions>;
+  reopenMinMs?: number;
+  reopenMaxMs?: number;
+}
+
+export interface ModbusDriverParts {
+  bus: BusConfig;
+  devices: readonly ResolvedDevice[];
+  ctx: DriverContext;
+  transport: ModbusTransport;
+  plan: PlanOptions;
+  owner: Omit<BusOwnerOptions, 'busId' | 'log' | 'reopenMinMs' | 'reopenMaxMs'>;
+  retries: number;
+  tuning?: ModbusTuning;
+}
+
+export function createModbusDriver(parts: ModbusDriverParts): Driver {
+  const { bus, ctx, transport, tuning = {} } = parts;
+  const log = ctx.log.child({ bus: bus.id, driver: bus.driver });
+  const owner = new BusOwner(transport, {
+    ...parts.owner,
+    busId: bus.id,
+    log,
+    reopenMinMs: tuning.reopenMinMs ?? 500,
+    reopenMaxMs: tuning.reopenMaxMs ?? 30_000,
+    onOpen: () => poller.linkUp(), // called from start(), after the poller exists
+  });
+  const health = { ...DEFAULT_HEALTH, ...tuning.health };
+  const devices = new Map<string, CompiledDevice>();
+  for (const d of parts.devices) devices.set(d.config.id, compileDevice(d, parts.plan, health));
+  const poller = new Poller([...devices.values()], owner, { retries: parts.retries, sink: ctx.sink, clock: ctx.clock, log });
+
+  const device = (id: string): CompiledDevice => {
+    const d = devices.get(id);
+    if (!d) throw unknownDevice();
+    return d;
+  };
+
+  return {
+    busId: bus.id,
+
+    async start() {
+      for (const d of devices.values()) {
+        for (const problem of d.problems) log.error({ device: d.id }, `modbus config: ${problem}`);
+      }
+      await owner.start();
+      poller.start();
+    },
+
+    async stop() {
+      await poller.stop();
+      await owner.stop();
+    },
+
+    async read(deviceId: string, names: readonly string[]): Promise<Record<string, RawValue>> {
+      const d = device(deviceId);
+      const points = names.map((n) => d.points.get(n) ?? (() => { throw unknownPoint(n); })());
+      const requests = planGroup(points, d.planOptions, 0);
+      const values: Record<string, RawValue> = {};
+      for (const request of requests) {
+        const data = await owner.enqueue(PRIORITY.read, (io) =>
+          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, parts.retries),
+        );
+        Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
+      }
+      return values;
+    },
+
+    async write(deviceId: string, values: readonly PointWrite[]): Promise<void> {
+      const d = device(deviceId);
+      const writes = values.map(({ name, value }) => {
+        const point = d.points.get(name);
+        if (!point) throw unknownPoint(name);
+        return { point, value: value as RawPointValue };
+      });
+      const ops = planWrites(writes); // throws INVALID_VALUE before anything is queued
+      if (ops.length === 0) return;
+      await owner.enqueue(PRIORITY.write, (io) => executeWrites(io, d.unit, ops, parts.retries));
+    },
+
+    stats() {
+      const perDevice: Record<string, unknown> = {};
+      const degraded: string[] = [];
+      for (const d of devices.values()) {
+        const u = owner.units.get(d.unit);
+        if (d.health.degraded) degraded.push(d.id);
+        perDevice[d.id] = {
+          unitId: d.unit,
+          requests: u?.requests ?? 0,
+          timeouts: u?.timeouts ?? 0,
+          crcErrors: u?.crcErrors ?? 0,
+          exceptions: u?.exceptions ?? 0,
+          lastRttMs: u?.lastRttMs ?? null,
+          pollCycleMs: Object.fromEntries(d.groups.map((g) => [`${g.intervalMs}ms`, g.lastCycleMs])),
+          readsPerCycle: d.groups.reduce((n, g) => n + g.requests.length, 0),
+          degraded: d.health.degraded,
+          failuresInRow: d.health.consecutiveFailures,
+          degradations: d.health.degradations,
+        };
+      }
+      const t = owner.totals;
+      return {
+        bus: {
+          id: bus.id,
+          driver: bus.driver,
+          link: owner.label,
+          open: owner.open,
+          requests: t.requests,
+          timeouts: t.timeouts,
+          crcErrors: t.crcErrors,
+          exceptions: t.exceptions,
+          errors: t.errors,
+          reopens: Math.max(0, t.opens - 1),
+          lastRttMs: t.lastRttMs,
+          queueDepth: owner.queueDepth,
+          lastError: t.lastError,
+          degradedDevices: degraded,
+        },
+        devices: perDevice,
+      };
+    },
+  };
+}
+
+/** Bus option helpers shared by both factories (config arrives parsed; defaults filled here too). */
+export const num = (bus: BusConfig, key: string, fallback: number): number => (typeof bus[key] === 'number' ? (bus[key] as number) : fallback);
+
+export function maxGapOf(bus: BusConfig): 'auto' | number {
+  const g = bus['max_gap'];
+  return typeof g === 'number' && g >= 0 ? g : 'auto';
+}
+
+export const configError = (bus: BusConfig, message: string): GatewayError =>
+  new GatewayError('CONFIG_INVALID', `bus ${bus.id}: ${message}`);

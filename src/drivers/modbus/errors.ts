@@ -1,0 +1,30 @@
+/** Maps what the wire layer throws to the gateway's typed errors (codes of STYLE §7). */
+import { GatewayError } from '../../core/errors.js';
+import { exceptionMessage } from '../../protocol/modbus/exceptions.js';
+import { WireTimeout } from './transport.js';
+
+export type FailureKind = 'timeout' | 'exception' | 'crc' | 'io';
+
+export interface ClassifiedError {
+  kind: FailureKind;
+  error: GatewayError;
+  /** Modbus exception code when kind is 'exception'. */
+  code?: number;
+}
+
+export function classify(err: unknown, unit: number, where: string): ClassifiedError {
+  if (err instanceof GatewayError) return { kind: err.code === 'DRIVER_TIMEOUT' ? 'timeout' : 'io', error: err };
+  if (err instanceof WireTimeout) {
+    return { kind: 'timeout', error: new GatewayError('DRIVER_TIMEOUT', `timeout: unit ${unit} on ${where} did not answer within ${err.timeoutMs} ms`) };
+  }
+  const e = err as { modbusCode?: number; message?: string };
+  if (typeof e?.modbusCode === 'number') {
+    return { kind: 'exception', code: e.modbusCode, error: new GatewayError('MODBUS_EXCEPTION', exceptionMessage(e.modbusCode, unit)) };
+  }
+  const message = String(e?.message ?? err);
+  // A garbled frame (noise, wrong baud rate, two masters): modbus-serial says 'CRC error' or 'Data length error'.
+  if (/CRC error|Data length error/i.test(message)) {
+    return { kind: 'crc', error: new GatewayError('DRIVER_ERROR', `corrupt answer from unit ${unit} on ${where}: ${message}`) };
+  }
+  return { kind: 'io', error: new GatewayError('DRIVER_ERROR', `${where}: ${message}`) };
+}

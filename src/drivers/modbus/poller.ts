@@ -1,0 +1,125 @@
+/**
+ * Polling: each device's groups (one per poll interval) are read when due. A group's requests are
+ * queued at poll priority, so writes and on-demand reads overtake them. Each answered request is
+ * reported to the sink at once and atomically; each failed one is one sink.failure. A degraded
+ * device only gets its probe through; the others keep their rate.
+ */
+import type { Clock } from '../../core/clock.js';
+import type { DataSink } from '../types.js';
+import type { Logger } from '../../util/logger.js';
+import { GatewayError } from '../../core/errors.js';
+import { LinkDownError, PRIORITY, type BusOwner } from './bus-owner.js';
+import { decodeResponse, planGroup, type CompiledDevice, type PollGroup } from './device-plan.js';
+import { READ_FC } from './transport.js';
+
+export interface PollerOptions {
+  retries: number;
+  sink: DataSink;
+  clock: Clock;
+  log: Logger;
+}
+
+export class Poller {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly devices: readonly CompiledDevice[], private readonly bus: BusOwner, private readonly options: PollerOptions) {}
+
+  start(): void {
+    this.stopped = false;
+    const now = this.options.clock.now();
+    for (const d of this.devices) for (const g of d.groups) g.nextDue = now;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** The link is (back) up: probe degraded devices now instead of after their backoff. */
+  linkUp(): void {
+    const now = this.options.clock.now();
+    for (const d of this.devices) if (d.health.degraded) d.health.probeAt = now;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    const now = this.options.clock.now();
+    let next = Infinity;
+    for (const d of this.devices) {
+      for (const g of d.groups) {
+        if (g.running) continue;
+        const due = d.health.degraded ? Math.max(g.nextDue, d.health.probeAt) : g.nextDue;
+        if (due <= now) {
+          const run = this.runGroup(d, g).finally(() => {
+            this.running.delete(run);
+            this.schedule();
+          });
+          this.running.add(run);
+        } else {
+          next = Math.min(next, due);
+        }
+      }
+    }
+    if (next !== Infinity) this.timer = setTimeout(() => this.schedule(), Math.max(1, next - now));
+  }
+
+  private async runGroup(device: CompiledDevice, group: PollGroup): Promise<void> {
+    const { clock, sink, log } = this.options;
+    group.running = true;
+    const start = clock.now();
+    try {
+      for (const request of group.requests) {
+        if (this.stopped || !device.health.mayPoll(clock.now())) break;
+        const probing = device.health.degraded;
+        try {
+          const data = await this.bus.enqueue(PRIORITY.poll, (io) =>
+            io.request(device.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, device.health.suspect ? 0 : this.options.retries),
+          );
+          device.health.answered();
+          device.counters.polls++;
+          sink.data(device.id, decodeResponse(request, data as (number | boolean)[]));
+        } catch (err) {
+          if (this.stopped) return;
+          const error = err instanceof Error ? err : new Error(String(err));
+          device.counters.failures++;
+          if (error instanceof GatewayError && error.code === 'MODBUS_EXCEPTION') {
+            device.health.answered(); // the slave is alive; the request is what it refuses
+            if (this.stepDown(device, group, request.points.length, error)) {
+              sink.failure(device.id, error);
+              break; // replanned: the next cycle uses the new requests
+            }
+          } else if (!(error instanceof LinkDownError)) {
+            device.health.failed(clock.now()); // a closed port says nothing about the slave
+          }
+          sink.failure(device.id, error);
+          if (probing || device.health.degraded) {
+            if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (polled with backoff)');
+            break;
+          }
+        }
+      }
+    } finally {
+      group.running = false;
+      const end = clock.now();
+      group.lastCycleMs = end - start;
+      // Fixed-rate schedule; a cycle that overran starts the next one at once.
+      group.nextDue = Math.max(start + group.intervalMs, end);
+    }
+  }
+
+  /** Exception 2/3 on a merged read: the device lacks registers in between. Replan one level finer. */
+  private stepDown(device: CompiledDevice, group: PollGroup, pointsInRequest: number, error: GatewayError): boolean {
+    if (pointsInRequest < 2 || group.level >= 2 || !/exception [23] /.test(error.message)) return false;
+    group.level = (group.level + 1) as 1 | 2;
+    group.requests = planGroup(group.points, device.planOptions, group.level);
+    this.options.log.warn({ device: device.id, level: group.level, requests: group.requests.length, err: error.message },
+      group.level === 1 ? 'device refused a bridged read; reading contiguous runs only' : 'device refused a multi-point read; reading point by point');
+    return true;
+  }
+}

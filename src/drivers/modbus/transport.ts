@@ -1,0 +1,223 @@
+/**
+ * One link to Modbus slaves (a serial port or a TCP connection), wrapping modbus-serial. The bus
+ * owner above it guarantees one request at a time; this layer only speaks the wire and reports a
+ * closed link. A fresh modbus-serial client is built on every open: its buffered RTU port drops its
+ * data listener on close and cannot be reused.
+ */
+import M from 'modbus-serial';
+import type { ModbusTable } from '../../protocol/modbus/address.js';
+
+// The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
+const ModbusRTU = M.default;
+type Client = InstanceType<typeof ModbusRTU>;
+
+export type WireRequest =
+  | { fc: 1 | 2 | 3 | 4; address: number; count: number }
+  | { fc: 5; address: number; value: boolean }
+  | { fc: 6; address: number; value: number }
+  | { fc: 15; address: number; values: boolean[] }
+  | { fc: 16; address: number; values: number[] };
+
+export const READ_FC: Record<ModbusTable, 1 | 2 | 3 | 4> = { coil: 1, discrete: 2, holding: 3, input: 4 };
+
+export interface ModbusTransport {
+  readonly kind: 'rtu' | 'tcp';
+  /** `/dev/ttyUSB0` or `192.168.1.50:502`, for messages and metrics. */
+  readonly label: string;
+  open(): Promise<void>;
+  close(): Promise<void>;
+  isOpen(): boolean;
+  /** Called once when an open link goes away by itself (unplug, peer close, I/O error). */
+  onLost(fn: (reason: string) => void): void;
+  /** One request/response; resolves with registers (FC3/4) or bits (FC1/2, sliced to count). */
+  request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined>;
+  /** After a timeout: wait until the line is quiet, then drop half-received bytes (late answers). */
+  drain(quietMs: number, maxMs: number): Promise<void>;
+}
+
+export interface RtuOptions {
+  path: string;
+  baudRate: number;
+  parity: 'none' | 'even' | 'odd';
+  dataBits: 5 | 6 | 7 | 8;
+  stopBits: 1 | 2;
+}
+
+/** Timeout errors from modbus-serial are not `instanceof Error` (notes §3): wrap them in one. */
+export class WireTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`no answer within ${timeoutMs} ms`);
+    this.name = 'WireTimeout';
+  }
+}
+
+/**
+ * modbus-serial's close() removes its own 'error' listener from the port object, but a dying port
+ * (EIO after an unplug) can still emit one; an 'error' event nobody listens to kills the process.
+ */
+function muteLateErrors(client: Client): void {
+  const port = (client as unknown as { _port?: { on?: (e: string, fn: () => void) => void } })._port;
+  port?.on?.('error', () => {});
+}
+
+function quietClose(client: Client): void {
+  muteLateErrors(client);
+  try {
+    client.close(() => {});
+  } catch {
+    // nothing was open
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+abstract class ClientTransport implements ModbusTransport {
+  abstract readonly kind: 'rtu' | 'tcp';
+  abstract readonly label: string;
+  protected client: Client | null = null;
+  private lostHandler: (reason: string) => void = () => {};
+  private lost = false;
+
+  protected abstract connect(client: Client): Promise<void>;
+
+  async open(): Promise<void> {
+    await this.close();
+    const client = new ModbusRTU();
+    // modbus-serial re-emits port errors; an EventEmitter 'error' without a listener would kill the process.
+    client.on('error', (err: unknown) => this.markLost(`error: ${String((err as Error)?.message ?? err)}`));
+    client.on('close', () => this.markLost('closed'));
+    this.lost = false;
+    try {
+      await this.connect(client);
+    } catch (err) {
+      quietClose(client); // a half-open socket or port must not linger
+      throw err;
+    }
+    this.client = client;
+  }
+
+  private markLost(reason: string): void {
+    if (this.lost || !this.client) return;
+    this.lost = true;
+    this.lostHandler(reason);
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    if (!client) return;
+    muteLateErrors(client);
+    await new Promise<void>((resolve) => {
+      const guard = setTimeout(resolve, 1000); // a vanished device may never call back
+      try {
+        client.close(() => { clearTimeout(guard); resolve(); });
+      } catch {
+        clearTimeout(guard);
+        resolve();
+      }
+    });
+  }
+
+  isOpen(): boolean {
+    return this.client !== null && !this.lost && this.client.isOpen;
+  }
+
+  onLost(fn: (reason: string) => void): void {
+    this.lostHandler = fn;
+  }
+
+  async request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined> {
+    const client = this.client;
+    if (!client || !this.isOpen()) throw new Error(`${this.label} is not open`);
+    client.setID(unit);
+    // modbus-serial's default timeout is null: a silent slave would never settle (notes §3).
+    client.setTimeout(timeoutMs);
+    let guard: NodeJS.Timeout | undefined;
+    const watchdog = new Promise<never>((_, reject) => {
+      guard = setTimeout(() => reject(new WireTimeout(timeoutMs)), timeoutMs + 250);
+    });
+    try {
+      return await Promise.race([this.send(client, req), watchdog]);
+    } catch (err) {
+      const e = err as { errno?: string; name?: string };
+      if (e && (e.errno === 'ETIMEDOUT' || e.name === 'TransactionTimedOutError')) throw new WireTimeout(timeoutMs);
+      throw err instanceof Error ? err : new Error(String(err));
+    } finally {
+      clearTimeout(guard);
+    }
+  }
+
+  private async send(client: Client, req: WireRequest): Promise<number[] | boolean[] | undefined> {
+    switch (req.fc) {
+      case 1: return (await client.readCoils(req.address, req.count)).data.slice(0, req.count);
+      case 2: return (await client.readDiscreteInputs(req.address, req.count)).data.slice(0, req.count);
+      case 3: return (await client.readHoldingRegisters(req.address, req.count)).data;
+      case 4: return (await client.readInputRegisters(req.address, req.count)).data;
+      case 5: await client.writeCoil(req.address, req.value); return undefined;
+      case 6: await client.writeRegister(req.address, req.value); return undefined;
+      case 15: await client.writeCoils(req.address, req.values); return undefined;
+      case 16: await client.writeRegisters(req.address, req.values); return undefined;
+    }
+  }
+
+  async drain(quietMs: number, maxMs: number): Promise<void> {
+    await sleep(quietMs);
+  }
+}
+
+export class RtuTransport extends ClientTransport {
+  readonly kind = 'rtu' as const;
+  readonly label: string;
+
+  constructor(private readonly options: RtuOptions) {
+    super();
+    this.label = options.path;
+  }
+
+  protected async connect(client: Client): Promise<void> {
+    const { path, ...serial } = this.options;
+    await client.connectRTUBuffered(path, serial);
+  }
+
+  /**
+   * RTU has no transaction ids: a late answer to a timed-out request would be taken as the answer to
+   * the next one and the link would stay one frame behind for good (notes §3). Wait until the line
+   * has been quiet for `quietMs`, then empty the buffered port's half-frame buffer.
+   */
+  override async drain(quietMs: number, maxMs: number): Promise<void> {
+    const port = (this.client as unknown as { _port?: { _buffer?: Buffer; _client?: NodeJS.EventEmitter } } | null)?._port;
+    const raw = port?._client;
+    let last = Date.now();
+    const onData = (): void => { last = Date.now(); };
+    raw?.on('data', onData);
+    const start = Date.now();
+    try {
+      while (Date.now() - last < quietMs && Date.now() - start < maxMs) await sleep(Math.max(1, quietMs - (Date.now() - last)));
+    } finally {
+      raw?.off('data', onData);
+    }
+    if (port && port._buffer) port._buffer = Buffer.alloc(0);
+  }
+}
+
+export class TcpTransport extends ClientTransport {
+  readonly kind = 'tcp' as const;
+  readonly label: string;
+
+  constructor(private readonly host: string, private readonly port: number, private readonly connectTimeoutMs: number) {
+    super();
+    this.label = `${host}:${port}`;
+  }
+
+  protected async connect(client: Client): Promise<void> {
+    let guard: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      guard = setTimeout(() => reject(new Error(`connect to ${this.label} timed out`)), this.connectTimeoutMs + 500);
+    });
+    try {
+      await Promise.race([client.connectTCP(this.host, { port: this.port, timeout: this.connectTimeoutMs }), timeout]);
+    } finally {
+      clearTimeout(guard);
+    }
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * Register codec: raw register words / bits <-> point values, for every data type, word order and
+ * byte order of DESIGN §2. Pure; the drivers hand it what came off the wire.
+ *
+ * Conventions (the Modbus spec only defines 16-bit big-endian registers; the rest is vendor practice):
+ * - byte_order swaps the two bytes inside each register ("little" = low byte first);
+ * - word_order orders the registers of a multi-register value ("big" = most significant word first,
+ *   as Eastron and most meters do; "little" = low word first, common on PLCs and some Chinese meters);
+ * - strings are packed two characters per register, first character in the high byte; word_order
+ *   does not apply to them, byte_order does (some devices store "BA" for "AB").
+ */
+import type { ModbusBlock as ModbusPointBlock } from './types.js';
+import { invalidValue } from '../../core/errors.js';
+
+export type RawPointValue = number | string | boolean;
+type Block = Pick<ModbusPointBlock, 'table' | 'data_type' | 'word_order' | 'byte_order'> &
+  Partial<Pick<ModbusPointBlock, 'length' | 'bit'>>;
+
+const WORDS: Record<ModbusPointBlock['data_type'], number> = {
+  bool: 1, int16: 1, uint16: 1, int32: 2, uint32: 2, int64: 4, uint64: 4, float32: 2, float64: 4, string: 1,
+};
+
+export const isBitTable = (table: ModbusPointBlock['table']): boolean => table === 'coil' || table === 'discrete';
+export const isWritableTable = (table: ModbusPointBlock['table']): boolean => table === 'coil' || table === 'holding';
+
+/** Registers (or bits, for coil/discrete) that one point occupies. */
+export function pointWidth(block: Block): number {
+  if (isBitTable(block.table)) return 1;
+  if (block.data_type === 'string') return block.length ?? 1;
+  return WORDS[block.data_type];
+}
+
+/** Config problems of one modbus block, as texts (empty when fine). The loader's schema checks shapes. */
+export function blockProblems(block: Block): string[] {
+  const problems: string[] = [];
+  if (block.bit !== undefined) {
+    if (isBitTable(block.table)) problems.push(`bit is only for register tables, not ${block.table}`);
+    if (!['int16', 'uint16', 'bool'].includes(block.data_type)) problems.push(`bit needs data_type int16, uint16 or bool, not ${block.data_type}`);
+    if (!Number.isInteger(block.bit) || block.bit < 0 || block.bit > 15) problems.push(`bit ${block.bit} is out of range (0..15)`);
+  }
+  if (block.data_type === 'string') {
+    if (isBitTable(block.table)) problems.push(`data_type string needs a register table, not ${block.table}`);
+    if (block.length === undefined || !Number.isInteger(block.length) || block.length < 1 || block.length > 125) {
+      problems.push('data_type string needs length (registers, 1..125)');
+    }
+  }
+  return problems;
+}
+
+/** Bytes of the value in big-endian order after undoing the device's byte and word order. */
+function canonicalBytes(words: readonly number[], block: Block): Uint8Array {
+  const ordered = block.word_order === 'little' ? [...words].reverse() : words;
+  const bytes = new Uint8Array(ordered.length * 2);
+  ordered.forEach((word, i) => {
+    const hi = (word >> 8) & 0xff;
+    const lo = word & 0xff;
+    bytes[i * 2] = block.byte_order === 'little' ? lo : hi;
+    bytes[i * 2 + 1] = block.byte_order === 'little' ? hi : lo;
+  });
+  return bytes;
+}
+
+/** Inverse of canonicalBytes: big-endian value bytes -> register words in the device's order. */
+function deviceWords(bytes: Uint8Array, block: Block): number[] {
+  const words: number[] = [];
+  for (let i = 0; i < bytes.length; i += 2) {
+    const hi = bytes[i]!;
+    const lo = bytes[i + 1]!;
+    words.push(block.byte_order === 'little' ? (lo << 8) | hi : (hi << 8) | lo);
+  }
+  return block.word_order === 'little' ? words.reverse() : words;
+}
+
+/**
+ * Decodes one point from registers read starting at `regs[offset]`. Bits (coil/discrete, `bit`,
+ * data_type bool) come back as 0/1 numbers: the shadow holds numbers for int points (DESIGN §2).
+ */
+export function decodeRegisters(block: Block, regs: ArrayLike<number>, offset: number): RawPointValue {
+  const width = pointWidth(block);
+  const words: number[] = [];
+  for (let i = 0; i < width; i++) {
+    const w = regs[offset + i];
+    if (w === undefined) throw new Error(`response too short: needed register ${offset + i}`);
+    words.push(w & 0xffff);
+  }
+  if (block.data_type === 'string') return decodeString(words, block);
+  const bytes = canonicalBytes(words, block);
+  const view = new DataView(bytes.buffer);
+  if (block.bit !== undefined) return (view.getUint16(0) >> block.bit) & 1;
+  switch (block.data_type) {
+    case 'bool': return view.getUint16(0) !== 0 ? 1 : 0;
+    case 'int16': return view.getInt16(0);
+    case 'uint16': return view.getUint16(0);
+    case 'int32': return view.getInt32(0);
+    case 'uint32': return view.getUint32(0);
+    // 64-bit values past 2^53 lose low digits in a JS number; energy counters never get there.
+    case 'int64': return Number(view.getBigInt64(0));
+    case 'uint64': return Number(view.getBigUint64(0));
+    case 'float32': return view.getFloat32(0);
+    case 'float64': return view.getFloat64(0);
+  }
+}
+
+function decodeString(words: readonly number[], block: Block): string {
+  const bytes = canonicalBytes(words, { ...block, word_order: 'big' });
+  let end = bytes.length;
+  // Devices pad with NUL or spaces; a NUL also ends the text early.
+  const nul = bytes.indexOf(0);
+  if (nul >= 0) end = nul;
+  let text = '';
+  for (let i = 0; i < end; i++) text += String.fromCharCode(bytes[i]!);
+  return text.replace(/\s+$/, '');
+}
+
+/** A coil/discrete bit as the shadow wants it. */
+export const decodeBit = (bit: boolean | number): number => (bit ? 1 : 0);
+
+function toNumber(value: RawPointValue, name: string): number {
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'number') return value;
+  const n = Number(value.trim());
+  if (value.trim() === '' || !Number.isFinite(n)) throw invalidValue(`value "${value}" is not a number for point ${name}`);
+  return n;
+}
+
+/**
+ * An integer for an integer register. Inverse scaling (value / scale) leaves float noise like
+ * 234.99999999997, so values within 1e-6 of an integer are rounded; anything else is refused
+ * rather than silently truncated.
+ */
+function toInteger(value: RawPointValue, name: string, type: string): number {
+  const n = toNumber(value, name);
+  if (!Number.isFinite(n)) throw invalidValue(`value ${n} is not a finite number for point ${name}`);
+  const rounded = Math.round(n);
+  if (Math.abs(n - rounded) > 1e-6) throw invalidValue(`value ${n} is not an integer; point ${name} is ${type}`);
+  return rounded === 0 ? 0 : rounded; // no -0
+}
+
+const INT_RANGE: Record<string, [number, number]> = {
+  int16: [-32768, 32767],
+  uint16: [0, 65535],
+  int32: [-2147483648, 2147483647],
+  uint32: [0, 4294967295],
+  int64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+  uint64: [0, Number.MAX_SAFE_INTEGER],
+};
+
+function checkRange(n: number, type: string, name: string): void {
+  const [min, max] = INT_RANGE[type]!;
+  if (n < min || n > max) throw invalidValue(`value ${n} does not fit ${type} (${min}..${max}) for point ${name}`);
+}
+
+/**
+ * Encodes a raw value into the register words to write (device order). Throws INVALID_VALUE when the
+ * value does not fit, so nothing is sent. Points with `bit` are written by read-modify-write
+ * (see applyBit); here they encode to the bit value 0/1 in a single word.
+ */
+export function encodeRegisters(block: Block, value: RawPointValue, name: string): number[] {
+  if (block.table !== 'holding') throw invalidValue(`point ${name} is in the ${block.table} table, which cannot be written`);
+  if (block.data_type === 'string') return encodeString(block, value, name);
+  if (block.bit !== undefined || block.data_type === 'bool') {
+    const bit = toInteger(value, name, 'a bit');
+    if (bit !== 0 && bit !== 1) throw invalidValue(`value ${bit} is not 0 or 1 for bit point ${name}`);
+    return [bit];
+  }
+  const bytes = new Uint8Array(WORDS[block.data_type] * 2);
+  const view = new DataView(bytes.buffer);
+  if (block.data_type === 'float32' || block.data_type === 'float64') {
+    const n = toNumber(value, name);
+    if (!Number.isFinite(n)) throw invalidValue(`value ${n} is not a finite number for point ${name}`);
+    if (block.data_type === 'float32') {
+      if (Math.abs(n) > 3.4028234663852886e38) throw invalidValue(`value ${n} does not fit float32 for point ${name}`);
+      view.setFloat32(0, n);
+    } else {
+      view.setFloat64(0, n);
+    }
+  } else {
+    const n = toInteger(value, name, block.data_type);
+    checkRange(n, block.data_type, name);
+    switch (block.data_type) {
+      case 'int16': view.setInt16(0, n); break;
+      case 'uint16': view.setUint16(0, n); break;
+      case 'int32': view.setInt32(0, n); break;
+      case 'uint32': view.setUint32(0, n); break;
+      case 'int64': view.setBigInt64(0, BigInt(n)); break;
+      case 'uint64': view.setBigUint64(0, BigInt(n)); break;
+    }
+  }
+  return deviceWords(bytes, block);
+}
+
+function encodeString(block: Block, value: RawPointValue, name: string): number[] {
+  const text = String(value);
+  const capacity = (block.length ?? 1) * 2;
+  if (text.length > capacity) throw invalidValue(`text of ${text.length} characters does not fit ${capacity} for point ${name}`);
+  const bytes = new Uint8Array(capacity);
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0xff) throw invalidValue(`character "${text[i]}" cannot be stored in a register for point ${name}`);
+    bytes[i] = code;
+  }
+  return deviceWords(bytes, { ...block, word_order: 'big' });
+}
+
+/** A coil value: 0/1, true/false, "0"/"1" — anything else is refused. */
+export function encodeBit(value: RawPointValue, name: string): boolean {
+  if (typeof value === 'boolean') return value;
+  const n = toInteger(value, name, 'a coil');
+  if (n !== 0 && n !== 1) throw invalidValue(`value ${n} is not 0 or 1 for coil point ${name}`);
+  return n === 1;
+}
+
+/** Sets or clears one bit of a register word in device byte order (for read-modify-write of `bit` points). */
+export function applyBit(word: number, block: Block, bitValue: number): number {
+  const swap = block.byte_order === 'little';
+  const logical = swap ? ((word & 0xff) << 8) | (word >> 8) : word;
+  const mask = 1 << (block.bit ?? 0);
+  const next = bitValue ? logical | mask : logical & ~mask & 0xffff;
+  return swap ? ((next & 0xff) << 8) | (next >> 8) : next;
+}

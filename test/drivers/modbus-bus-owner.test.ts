@@ -1,0 +1,146 @@
+/** BusOwner with a scripted fake link: single flight, silence, priorities, drain, reopen. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { GatewayError } from '../../src/core/errors.js';
+import { BusOwner, PRIORITY } from '../../src/drivers/modbus/bus-owner.js';
+import { WireTimeout, type ModbusTransport, type WireRequest } from '../../src/drivers/modbus/transport.js';
+import { silentLogger } from '../../src/util/logger.js';
+
+class FakeLink implements ModbusTransport {
+  readonly kind = 'rtu' as const;
+  readonly label = 'fake';
+  openNow = false;
+  opens = 0;
+  failOpens = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  drains = 0;
+  log: { unit: number; fc: number; start: number; end: number }[] = [];
+  behaviour: (unit: number) => 'ok' | 'timeout' | 'exception' = () => 'ok';
+  private lost: (r: string) => void = () => {};
+  async open(): Promise<void> {
+    if (this.failOpens > 0) { this.failOpens--; throw new Error('ENOENT'); }
+    this.opens++;
+    this.openNow = true;
+  }
+  async close(): Promise<void> { this.openNow = false; }
+  isOpen(): boolean { return this.openNow; }
+  onLost(fn: (r: string) => void): void { this.lost = fn; }
+  unplug(): void { this.openNow = false; this.lost('unplugged'); }
+  async request(unit: number, req: WireRequest): Promise<number[]> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    const start = performance.now();
+    try {
+      await new Promise((r) => setTimeout(r, 3));
+      const b = this.behaviour(unit);
+      if (b === 'timeout') throw new WireTimeout(20);
+      if (b === 'exception') throw Object.assign(new Error('Modbus exception 2'), { modbusCode: 2 });
+      return [unit];
+    } finally {
+      this.inFlight--;
+      this.log.push({ unit, fc: req.fc, start, end: performance.now() });
+    }
+  }
+  async drain(): Promise<void> { this.drains++; }
+}
+
+const owner = (link: FakeLink, extra: Partial<ConstructorParameters<typeof BusOwner>[1]> = {}): BusOwner =>
+  new BusOwner(link, { busId: 'b', timeoutMs: 20, silenceMs: 4, drainMaxMs: 10, reopenMinMs: 10, reopenMaxMs: 40, reopenAfterTimeouts: 100, log: silentLogger, ...extra });
+
+test('strictly one request in flight, with the t3.5 silence between frames', async () => {
+  const link = new FakeLink();
+  const bus = owner(link);
+  await bus.start();
+  try {
+    await Promise.all(Array.from({ length: 20 }, (_, i) => bus.enqueue(PRIORITY.poll, (io) => io.request(i % 3 + 1, { fc: 3, address: 0, count: 1 }))));
+    assert.is(link.maxInFlight, 1);
+    assert.is(link.log.length, 20);
+    for (let i = 1; i < link.log.length; i++) {
+      assert.ok(link.log[i]!.start - link.log[i - 1]!.end >= 3.9, `gap ${link.log[i]!.start - link.log[i - 1]!.end} ms`);
+    }
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('writes overtake queued polls, reads overtake polls', async () => {
+  const link = new FakeLink();
+  const bus = owner(link);
+  await bus.start();
+  try {
+    const order: string[] = [];
+    const job = (tag: string, p: 0 | 1 | 2) => bus.enqueue(p, async (io) => { await io.request(1, { fc: 3, address: 0, count: 1 }); order.push(tag); });
+    await Promise.all([job('poll1', PRIORITY.poll), job('poll2', PRIORITY.poll), job('poll3', PRIORITY.poll), job('read', PRIORITY.read), job('write', PRIORITY.write)]);
+    assert.equal(order, ['poll1', 'write', 'read', 'poll2', 'poll3']);
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('timeouts are typed, drained, retried; exceptions are typed and not retried', async () => {
+  const link = new FakeLink();
+  link.behaviour = (u) => (u === 9 ? 'timeout' : u === 8 ? 'exception' : 'ok');
+  const bus = owner(link);
+  await bus.start();
+  try {
+    const t = await bus.enqueue(PRIORITY.poll, (io) => io.request(9, { fc: 3, address: 0, count: 1 }, 1)).catch((e: unknown) => e);
+    assert.is((t as GatewayError).code, 'DRIVER_TIMEOUT');
+    assert.is(link.log.filter((l) => l.unit === 9).length, 2, 'one retry');
+    assert.is(link.drains, 2);
+    const x = await bus.enqueue(PRIORITY.poll, (io) => io.request(8, { fc: 3, address: 0, count: 1 }, 1)).catch((e: unknown) => e);
+    assert.is((x as GatewayError).code, 'MODBUS_EXCEPTION');
+    assert.is(link.log.filter((l) => l.unit === 8).length, 1);
+    assert.is(bus.units.get(9)!.timeouts, 2);
+    assert.is(bus.units.get(8)!.exceptions, 1);
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('a lost link fails requests fast, is reopened with backoff, and works again', async () => {
+  const link = new FakeLink();
+  let opened = 0;
+  const bus = owner(link, { onOpen: () => opened++ });
+  await bus.start();
+  try {
+    link.failOpens = 3;
+    link.unplug();
+    const e = await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })).catch((err: unknown) => err);
+    assert.match((e as Error).message, /link is not open/);
+    const deadline = Date.now() + 2000;
+    while (!link.openNow && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(link.openNow, 'reopened');
+    assert.is(opened, 2);
+    assert.equal(await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })), [1]);
+  } finally {
+    await bus.stop();
+  }
+  assert.not.ok(link.openNow, 'stop closes the link');
+});
+
+test('consecutive timeouts bus-wide reopen the link inside the slot', async () => {
+  const link = new FakeLink();
+  link.behaviour = () => 'timeout';
+  const bus = owner(link, { reopenAfterTimeouts: 3 });
+  await bus.start();
+  try {
+    for (let i = 0; i < 3; i++) await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })).catch(() => {});
+    assert.is(link.opens, 2);
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('stop rejects queued jobs and refuses new ones', async () => {
+  const link = new FakeLink();
+  const bus = owner(link);
+  await bus.start();
+  const jobs = Array.from({ length: 5 }, () => bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })).then(() => 'ok', () => 'rejected'));
+  await bus.stop();
+  const results = await Promise.all(jobs);
+  assert.ok(results.includes('rejected'));
+  assert.match(String(await bus.enqueue(PRIORITY.poll, async () => 1).catch((e: Error) => e.message)), /stopped/);
+});
+
+test.run();
