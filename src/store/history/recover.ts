@@ -1,0 +1,82 @@
+/**
+ * Startup recovery of the history directory. Never fails the gateway's start for damaged data:
+ * temp files are removed, torn log tails truncated to the last whole block, damaged sealed segments
+ * dropped (each logged).
+ */
+import { open, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../../util/logger.js';
+import { HEADER_BYTES, blockMaxTs } from './format.js';
+import { scanBlocks } from './scan.js';
+import { LogSegment, SealedSegment, type Segment } from './segment.js';
+
+const FILE_RE = /^(\d{10})\.(log|seg)$/;
+
+export const fileName = (seq: number, ext: 'log' | 'seg'): string => `${String(seq).padStart(10, '0')}.${ext}`;
+
+export interface Loaded {
+  /** Oldest first; the last one, when a log, is the one to resume appending to. */
+  segments: Segment[];
+  nextSeq: number;
+  truncatedBytes: number;
+}
+
+export async function loadSegments(dir: string, log: Logger): Promise<Loaded> {
+  const seqs = new Map<number, Set<string>>();
+  for (const name of await readdir(dir)) {
+    if (name.endsWith('.tmp')) {
+      await rm(join(dir, name), { force: true });
+      continue;
+    }
+    const m = FILE_RE.exec(name);
+    if (!m) continue;
+    const seq = Number(m[1]);
+    if (!seqs.has(seq)) seqs.set(seq, new Set());
+    seqs.get(seq)!.add(m[2]!);
+  }
+  const out: Loaded = { segments: [], nextSeq: 1, truncatedBytes: 0 };
+  for (const seq of [...seqs.keys()].sort((a, b) => a - b)) {
+    out.nextSeq = seq + 1;
+    const kinds = seqs.get(seq)!;
+    const logPath = join(dir, fileName(seq, 'log'));
+    if (kinds.has('seg')) {
+      const segPath = join(dir, fileName(seq, 'seg'));
+      const seg = await SealedSegment.load(seq, segPath).catch(() => null);
+      if (seg) {
+        out.segments.push(seg);
+        // Sealing finished but the crash came before the log was removed.
+        if (kinds.has('log')) await rm(logPath, { force: true });
+        continue;
+      }
+      log.warn({ file: segPath }, 'history: sealed segment is damaged; removed');
+      await rm(segPath, { force: true });
+      if (!kinds.has('log')) continue;
+    }
+    const { seg, truncated } = await recoverLog(seq, logPath, log);
+    out.segments.push(seg);
+    out.truncatedBytes += truncated;
+  }
+  return out;
+}
+
+/** Rebuilds a log's block index and cuts a torn or garbage tail back to the last whole block. */
+async function recoverLog(seq: number, path: string, log: Logger): Promise<{ seg: LogSegment; truncated: number }> {
+  const seg = new LogSegment(seq, path);
+  const fh = await open(path, 'r+');
+  try {
+    const size = (await fh.stat()).size;
+    const good = await scanBlocks(fh, 0, size, (buf, off, meta, at) => {
+      seg.add({ kind: meta.kind, series: meta.series, offset: 0, len: HEADER_BYTES + meta.payloadLen,
+        count: meta.count, minTs: meta.baseTs, maxTs: blockMaxTs(buf, off, meta) }, at);
+    });
+    if (good < size) {
+      await fh.truncate(good);
+      await fh.sync();
+      log.warn({ file: path, bytes: size - good }, 'history: torn tail truncated to the last whole record');
+    }
+    seg.bytes = good;
+    return { seg, truncated: size - good };
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Series registry: (device, point) → numeric series id stored in every block.
+ *
+ * One JSON line per change in `series.jsonl`. Ids are never reused: a deleted device's old blocks
+ * keep their ids, so a device added again with the same name starts from an empty history instead
+ * of inheriting the old one. The file is rewritten compactly on open (temp + fsync + rename), which
+ * also drops a torn last line.
+ */
+import { open, readFile, rename, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '../../util/logger.js';
+
+export const REGISTRY_FILE = 'series.jsonl';
+
+interface SeriesName {
+  device: string;
+  point: string;
+}
+
+const key = (device: string, point: string): string => `${device}\u0000${point}`;
+
+export class SeriesRegistry {
+  private readonly byKey = new Map<string, number>();
+  private readonly byId = new Map<number, SeriesName>();
+  private pending: string[] = [];
+  private nextId = 1;
+  private fileBytes = 0;
+  private lines = 0;
+
+  private constructor(private readonly path: string, private readonly maxSeries: number) {}
+
+  static async open(dir: string, maxSeries: number, log: Logger): Promise<SeriesRegistry> {
+    const reg = new SeriesRegistry(join(dir, REGISTRY_FILE), maxSeries);
+    let text = '';
+    try {
+      text = await readFile(reg.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err }, 'history: series registry unreadable');
+    }
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      if (!reg.apply(line)) {
+        log.warn('history: series registry ends with a torn line; dropped');
+        break;
+      }
+    }
+    await reg.rewrite();
+    return reg;
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get bytes(): number {
+    return this.fileBytes;
+  }
+
+  get dirty(): boolean {
+    return this.pending.length > 0;
+  }
+
+  lookup(device: string, point: string): number | undefined {
+    return this.byKey.get(key(device, point));
+  }
+
+  isLive(id: number): boolean {
+    return this.byId.has(id);
+  }
+
+  /** The id for a series, registering it; undefined when the registry is full (sample refused). */
+  idFor(device: string, point: string): number | undefined {
+    const k = key(device, point);
+    const found = this.byKey.get(k);
+    if (found !== undefined) return found;
+    if (this.byId.size >= this.maxSeries) return undefined;
+    const id = this.nextId++;
+    this.byKey.set(k, id);
+    this.byId.set(id, { device, point });
+    this.pending.push(JSON.stringify({ id, device, point }));
+    return id;
+  }
+
+  /** Forgets every series of a device; returns their ids. */
+  deleteDevice(device: string): number[] {
+    const ids: number[] = [];
+    for (const [id, name] of this.byId) {
+      if (name.device !== device) continue;
+      ids.push(id);
+      this.byId.delete(id);
+      this.byKey.delete(key(name.device, name.point));
+      this.pending.push(JSON.stringify({ del: id }));
+    }
+    return ids;
+  }
+
+  /** Appends pending lines with one write + fdatasync; blocks naming new ids are written only after this. */
+  async persist(): Promise<void> {
+    if (!this.pending.length) return;
+    // Compaction keeps the file proportional to live series, not to the gateway's uptime.
+    if (this.lines + this.pending.length > 4 * this.maxSeries + 1024) {
+      this.pending = [];
+      await this.rewrite();
+      return;
+    }
+    const batch = this.pending;
+    this.pending = [];
+    const data = Buffer.from(`${batch.join('\n')}\n`);
+    const fh = await open(this.path, 'a');
+    try {
+      await fh.write(data);
+      await fh.datasync();
+    } catch (err) {
+      this.pending = batch.concat(this.pending);
+      throw err;
+    } finally {
+      await fh.close();
+    }
+    this.fileBytes += data.length;
+    this.lines += batch.length;
+  }
+
+  private apply(line: string): boolean {
+    let rec: unknown;
+    try {
+      rec = JSON.parse(line);
+    } catch {
+      return false;
+    }
+    if (typeof rec !== 'object' || rec === null) return false;
+    const r = rec as Record<string, unknown>;
+    if (typeof r.next === 'number') {
+      this.nextId = Math.max(this.nextId, r.next);
+    } else if (typeof r.del === 'number') {
+      const name = this.byId.get(r.del);
+      if (name) this.byKey.delete(key(name.device, name.point));
+      this.byId.delete(r.del);
+    } else if (typeof r.id === 'number' && typeof r.device === 'string' && typeof r.point === 'string') {
+      this.byKey.set(key(r.device, r.point), r.id);
+      this.byId.set(r.id, { device: r.device, point: r.point });
+      this.nextId = Math.max(this.nextId, r.id + 1);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  private async rewrite(): Promise<void> {
+    const lines = [JSON.stringify({ next: this.nextId })];
+    for (const [id, name] of this.byId) lines.push(JSON.stringify({ id, device: name.device, point: name.point }));
+    const data = Buffer.from(`${lines.join('\n')}\n`);
+    const tmp = `${this.path}.tmp`;
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.write(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, this.path);
+    this.fileBytes = (await stat(this.path)).size;
+    this.lines = lines.length;
+  }
+}
