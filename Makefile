@@ -1,12 +1,12 @@
 # The two commands a user needs: `make run` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
-APT_PACKAGES := socat python3-pymodbus mosquitto-clients
+APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto
 
 .PHONY: run build test lint bench install deps system-deps clean
 
 run: build
-	node dist/main.js run --config board/demo.json
+	./dist/main.js run --config board/demo.json
 
 build: deps dist/.stamp
 

@@ -23,6 +23,7 @@ import { shadowAllJson } from './api/rest-shape.js';
 import { startHttp } from './api/server.js';
 import { attachEventStream, startExport, type PointInfo } from './export/index.js';
 import { buildHealth } from './health.js';
+import { startHistory } from './history-wiring.js';
 import type { Logger } from './util/logger.js';
 
 export interface Gateway {
@@ -136,7 +137,9 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
   }
   const io = createDeviceIO({ shadow, devices, drivers, sink, log: log.child({ part: 'io' }) });
 
-  // 3. MQTT broker and exporters (state, events, set, Home Assistant, bridge, export.shadow).
+  // 3. History of value changes (flat files), then the MQTT broker and exporters (state, events, set, Home Assistant, bridge, export.shadow).
+  const history = await startHistory(config, dataDir, shadow, clock, log.child({ part: 'history' }));
+  stops.push({ name: 'history', stop: () => history.stop() });
   const exporter = await startExport({
     shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => pointInfo(devices.get(id)),
     mqtt: config.mqtt, export: config.export, gatewayId: config.gateway.id, dataDir, clock, log,
@@ -145,9 +148,9 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
 
   // 4. REST, and the WebSocket event stream on the same server (same auth as REST reads).
   const health = (): ReturnType<typeof buildHealth> =>
-    buildHealth({ shadow, persister, drivers, buses: config.buses, extra: { mqtt: exporter.stats() } });
+    buildHealth({ shadow, persister, drivers, buses: config.buses, extra: { mqtt: exporter.stats(), history: history.stats() } });
   const http = await startHttp(
-    { shadow, io, http: config.http, log: log.child({ part: 'http' }), health },
+    { shadow, io, http: config.http, log: log.child({ part: 'http' }), health, extraRoutes: history.routes },
     { host: config.http.host, port: config.http.port },
   );
   stops.push({ name: 'http', stop: () => http.close() });

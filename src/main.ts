@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, registerConfigChecker } from './config/load.js';
 import { gpioConfigChecker } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
+import { runModbusCommand } from './cli/modbus.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
 import { createLogger } from './util/logger.js';
@@ -18,6 +19,9 @@ const USAGE = `usage: shadowgate <command> [options]
 
   run [--config FILE]        run the gateway (FILE defaults to $SHADOWGATE_CONFIG or /etc/shadowgate/config.json)
   check-config [FILE]        validate a config file and print every problem
+  scan --bus ID [--from 1 --to 247]        find responding Modbus unit ids on a bus of the config
+  read|write --bus ID --unit N --table holding --address A --type float32 [--value V] [--word-order little]
+                             one-off Modbus I/O without the daemon (stop the gateway first on RTU)
   hash-password [--password P]  print a password_hash for mqtt.users (reads the password from stdin)
 
 environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADOWGATE_MQTT_PORT, SHADOWGATE_MQTT_WS_PORT`;
@@ -88,6 +92,13 @@ export async function main(argv: string[]): Promise<number> {
       if (!config) return 2;
       process.stdout.write(`${file}: ok (${config.devices.length} devices on ${config.buses.length} buses)\n`);
       return 0;
+    }
+    case 'scan':
+    case 'read':
+    case 'write': {
+      const config = await loadOrExplain(file);
+      if (!config) return 2;
+      return runModbusCommand(command, rest, config, (line) => process.stdout.write(`${line}\n`));
     }
     case 'hash-password':
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));

@@ -1,0 +1,78 @@
+/** Spawning a built gateway (dist/) for process-level benchmarks, and reading what it reports. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface Running {
+  child: ChildProcess;
+  port: number;
+  /** ms from spawn to the "ready" log line. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+const MAIN = path.resolve('dist/main.js');
+
+/** A config of `devices` simulated devices × `points` constant points each, polled every `poll`. */
+export async function writeFleetConfig(file: string, dataDir: string, devices: number, points: number, poll = '1s'): Promise<void> {
+  const model = {
+    points: Array.from({ length: Math.max(points, 1) }, (_, i) => ({ name: `p${i}`, type: 'float', sim: { fn: 'constant', value: i * 1.5 } })),
+  };
+  const config = {
+    gateway: { id: 'bench', data_dir: dataDir, log_level: 'info' },
+    http: { host: '127.0.0.1', port: 0 },
+    mqtt: { enable: false },
+    history: { enable: false },
+    shadow: { max_devices: Math.max(devices, 1), max_points: Math.max(devices * points, 1), persist_interval: '1h' },
+    buses: [{ id: 'sim', driver: 'simulator' }],
+    models: { fleet: model },
+    devices: Array.from({ length: devices }, (_, i) => ({ id: `dev-${i}`, model: 'fleet', bus: 'sim', poll })),
+  };
+  await writeFile(file, JSON.stringify(config));
+}
+
+export function startChild(configFile: string, timeoutMs = 30_000): Promise<Running> {
+  const t0 = performance.now();
+  // Run the executable itself so its shebang's V8 flags apply, exactly as `shadowgate run` does.
+  const child = spawn(MAIN, ['run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('gateway did not get ready in time'));
+    }, timeoutMs);
+    let buf = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buf += chunk.toString();
+      const line = buf.split('\n').find((l) => l.includes('"msg":"ready"'));
+      if (!line) return;
+      clearTimeout(timer);
+      child.stdout!.removeAllListeners('data');
+      child.stdout!.resume();
+      const port = (JSON.parse(line) as { httpPort: number }).httpPort;
+      resolve({ child, port, readyMs: performance.now() - t0, stop: () => stopChild(child) });
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited early (${code})`));
+    });
+  });
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Resident set size of a process, bytes (Linux). */
+export function rssOf(pid: number): number {
+  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) * 1024;
+}
