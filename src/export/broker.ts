@@ -37,6 +37,8 @@ export interface Broker {
   readonly wsPort: number;
   /** In-process publish (passes no ACL: the gateway is the owner of its topics). */
   publish(topic: string, payload: string | Buffer, opts?: { retain?: boolean; qos?: 0 | 1 }): Promise<void>;
+  /** The same as `publish`, QoS 0, without a promise per message (the exporter's hot path); failures are logged. */
+  send(topic: string, payload: string, retain: boolean): void;
   onClientPublish(fn: ClientPublishHandler): void;
   stats(): Record<string, unknown>;
   close(): Promise<void>;
@@ -116,6 +118,18 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
   aedes.on('clientError', (client, err) => log.debug({ client: client.id, err: err.message }, 'mqtt client error'));
 
   const outbox = new Outbox(aedes, counters);
+  // Aedes stores a retained publish asynchronously before delivering it, while a plain publish is
+  // delivered at once; its per-client dedupe (by broker counter) then drops the retained one that
+  // arrives second. So the gateway stores retained messages itself, synchronously and in order,
+  // and delivers them live like any other publish (live delivery clears the retain flag anyway).
+  const storeRetained = (topic: string, buf: Buffer, qos: 0 | 1): void => {
+    persistence.storeRetained({ cmd: 'publish', topic, payload: buf, qos, retain: true }).catch((err: unknown) =>
+      log.error({ err, topic }, 'retained store failed'));
+    retained.record(topic, buf, qos);
+  };
+  const onSendDone = (err: Error | undefined, topic: string): void => {
+    if (err) log.error({ err, topic }, 'mqtt publish failed');
+  };
   const tcp = net.createServer((socket) => aedes.handle(socket));
   const httpServer = http.createServer((_req, res) => {
     res.writeHead(426, { 'content-type': 'text/plain' }).end('MQTT over WebSocket: connect with ws:// to /mqtt\n');
@@ -155,16 +169,14 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
       counters.published++;
       const buf = typeof payload === 'string' ? Buffer.from(payload) : payload;
       const qos = o.qos ?? 0;
-      if (o.retain) {
-        // Aedes stores a retained publish asynchronously before delivering it, while a plain publish is
-        // delivered at once; its per-client dedupe (by broker counter) then drops the retained one that
-        // arrives second. So the gateway stores retained messages itself, synchronously and in order,
-        // and delivers them live like any other publish (live delivery clears the retain flag anyway).
-        persistence.storeRetained({ cmd: 'publish', topic, payload: buf, qos, retain: true }).catch((err: unknown) =>
-          log.error({ err, topic }, 'retained store failed'));
-        retained.record(topic, buf, qos);
-      }
-      return outbox.push(topic, buf, qos);
+      if (o.retain) storeRetained(topic, buf, qos);
+      return new Promise((resolve, reject) => outbox.push(topic, buf, qos, (err) => (err ? reject(err) : resolve())));
+    },
+    send(topic, payload, retain) {
+      counters.published++;
+      const buf = Buffer.from(payload);
+      if (retain) storeRetained(topic, buf, 0);
+      outbox.push(topic, buf, 0, onSendDone);
     },
     onClientPublish(fn) {
       handlers.push(fn);
@@ -191,12 +203,13 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
 const MAX_INFLIGHT = 32;
 const MAX_PENDING = 100_000;
 
+type Done = (err: Error | undefined, topic: string) => void;
+
 interface OutMsg {
   topic: string;
   payload: Buffer;
   qos: 0 | 1;
-  resolve: () => void;
-  reject: (err: Error) => void;
+  done: Done;
 }
 
 class Outbox {
@@ -211,17 +224,15 @@ class Outbox {
     return this.queue.length - this.head;
   }
 
-  push(topic: string, payload: Buffer, qos: 0 | 1): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ topic, payload, qos, resolve, reject });
-      if (this.pending > MAX_PENDING) {
-        const old = this.queue[this.head];
-        this.queue[this.head++] = undefined;
-        this.counters.outboxDropped++;
-        old?.resolve();
-      }
-      this.drain();
-    });
+  push(topic: string, payload: Buffer, qos: 0 | 1, done: Done): void {
+    this.queue.push({ topic, payload, qos, done });
+    if (this.pending > MAX_PENDING) {
+      const old = this.queue[this.head];
+      this.queue[this.head++] = undefined;
+      this.counters.outboxDropped++;
+      old?.done(undefined, old.topic);
+    }
+    this.drain();
   }
 
   // A loop, not recursion: aedes may call back synchronously.
@@ -239,8 +250,7 @@ class Outbox {
         this.inflight++;
         this.aedes.publish({ cmd: 'publish', topic: m.topic, payload: m.payload, qos: m.qos, retain: false, dup: false }, (err) => {
           this.inflight--;
-          if (err) m.reject(err);
-          else m.resolve();
+          m.done(err ?? undefined, m.topic);
           this.drain();
         });
       }

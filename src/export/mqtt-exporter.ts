@@ -4,6 +4,7 @@
  * (the broker, and the bridge behind it).
  */
 import { isGatewayError } from '../core/errors.js';
+import type { ShadowEvents } from '../core/events.js';
 import { ZERO_TIME_ISO, type Device } from '../core/types.js';
 import type { Principal } from './auth.js';
 import type { ExportContext } from './context.js';
@@ -21,6 +22,11 @@ import {
 /** Publishes one message; `payload` '' with retain clears a retained topic. */
 export type Publish = (topic: string, payload: string, retain: boolean) => void;
 
+type Pending =
+  | { kind: 'data'; event: ShadowEvents['dataChange'] }
+  | { kind: 'availability'; id: string; online: boolean }
+  | { kind: 'offline'; event: ShadowEvents['ShadowOffline'] };
+
 // A flood of `set` messages must not pile up pending writes without bound.
 const MAX_PENDING_SETS = 64;
 
@@ -35,6 +41,10 @@ export function statePayload(dev: Device): StatePayload {
 export class MqttExporter {
   private readonly discoveryTopics = new Map<string, string[]>();
   private pendingSets = 0;
+  /** Devices whose state changed in the current task, and the events of that task, in order. */
+  private readonly dirty = new Set<string>();
+  private queue: Pending[] = [];
+  private scheduled = false;
   private readonly counters = { states: 0, events: 0, sets: 0, setsFailed: 0, setsRefused: 0 };
 
   constructor(
@@ -50,30 +60,77 @@ export class MqttExporter {
   /** Publishes every device's state, availability and discovery; clears retained topics of devices that are gone. */
   start(retainedTopics: readonly string[]): void {
     const { bus } = this.ctx;
-    for (const dev of this.ctx.shadow.GetDevices()) this.publishDevice(dev.id);
+    for (const id of this.ctx.shadow.GetDeviceIds()) this.publishDevice(id);
     this.clearStale(retainedTopics);
     bus.on(this, 'dataChange', (e) => {
-      this.publishState(e.id);
-      const payload: DataEventPayload = { id: e.id, values: e.values, time: localTime(e.time), ts: e.time };
-      this.counters.events++;
-      this.publish(this.topics.eventData, JSON.stringify(payload), false);
+      this.dirty.add(e.id);
+      this.queue.push({ kind: 'data', event: e });
+      this.schedule();
     });
     bus.on(this, 'online', (e) => {
       if (!topicSafeDeviceId(e.id)) return;
-      this.publishState(e.id);
-      this.publish(this.topics.availability(e.id), e.online ? 'online' : 'offline', true);
+      this.dirty.add(e.id);
+      this.queue.push({ kind: 'availability', id: e.id, online: e.online });
+      this.schedule();
     });
     bus.on(this, 'ShadowOffline', (e) => {
-      const payload: OfflineEventPayload = { id: e.id, reason: e.reason, time: localTime(e.time), ts: e.time };
-      this.counters.events++;
-      this.publish(this.topics.eventOffline, JSON.stringify(payload), false);
+      this.queue.push({ kind: 'offline', event: e });
+      this.schedule();
     });
-    bus.on(this, 'deviceAdded', (e) => this.publishDevice(e.id));
-    bus.on(this, 'deviceDeleted', (e) => this.clearDevice(e.id));
+    bus.on(this, 'deviceAdded', (e) => {
+      this.flush();
+      this.publishDevice(e.id);
+    });
+    bus.on(this, 'deviceDeleted', (e) => {
+      this.flush();
+      this.clearDevice(e.id);
+    });
+  }
+
+  // Bus events are published at the end of the current task (a microtask), not inside the emitter:
+  // the retained state of a device is built once for all the changes of that task (building it copies
+  // the whole device out of the shadow, the dominant cost under bursts), then the events follow in
+  // order. A subscriber that has seen an event has therefore always seen a state at least as new.
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      try {
+        this.flush();
+      } catch (err) {
+        this.ctx.log.error({ err }, 'mqtt export flush failed');
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    if (this.dirty.size === 0 && this.queue.length === 0) return;
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const queue = this.queue;
+    this.queue = [];
+    for (const id of ids) this.publishState(id);
+    for (const m of queue) {
+      if (m.kind === 'data') {
+        const e = m.event;
+        const payload: DataEventPayload = { id: e.id, values: e.values, time: localTime(e.time), ts: e.time };
+        this.counters.events++;
+        this.publish(this.topics.eventData, JSON.stringify(payload), false);
+      } else if (m.kind === 'availability') {
+        this.publish(this.topics.availability(m.id), m.online ? 'online' : 'offline', true);
+      } else {
+        const e = m.event;
+        const payload: OfflineEventPayload = { id: e.id, reason: e.reason, time: localTime(e.time), ts: e.time };
+        this.counters.events++;
+        this.publish(this.topics.eventOffline, JSON.stringify(payload), false);
+      }
+    }
   }
 
   stop(): void {
     this.ctx.bus.off(this);
+    this.flush();
   }
 
   stats(): Record<string, unknown> {
