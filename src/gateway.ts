@@ -114,19 +114,20 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
   const sink = createShadowSink(shadow, devices, log.child({ part: 'sink' }));
   const drivers = new Map<string, Driver>();
   for (const bus of config.buses) {
-    const factory = driverFactories[bus.driver];
+    const load = driverFactories[bus.driver];
     const busLog = log.child({ bus: bus.id });
-    if (!factory) {
+    if (!load) {
       busLog.error({ driver: bus.driver }, 'no such driver in this build');
       continue;
     }
     try {
+      const factory = await load();
       // The gpio driver maps BCM numbers through the board (gateway.board overrides detection).
       const busConfig = bus.driver === 'gpio' && config.gateway.board ? { ...bus, board: config.gateway.board } : bus;
       const driver = factory(busConfig, resolved.filter((d) => d.config.bus === bus.id), {
         sink, clock, log: busLog,
-        lastValue: (id, point) => pointValue(shadow, id, point, 'value'),
-        lastWrite: (id, point) => pointValue(shadow, id, point, 'writeValue'),
+        lastValue: (id, point) => shadow.LastValues(id, point).value,
+        lastWrite: (id, point) => shadow.LastValues(id, point).writeValue,
       });
       await driver.start();
       drivers.set(bus.id, driver);
@@ -181,12 +182,4 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
       shadow.bus.off(persister);
     },
   };
-}
-
-function pointValue(shadow: Shadow, id: string, point: string, field: 'value' | 'writeValue'): number | string | null {
-  try {
-    return shadow.GetDevicePointDetails(id, point)[field];
-  } catch {
-    return null;
-  }
 }

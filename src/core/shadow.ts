@@ -308,6 +308,24 @@ export class Shadow {
     return [...this.index.keys()].sort().map((id) => this.deviceOf(this.index.get(id)!));
   }
 
+  /** Ids of every device, sorted (cheap: no point data copied). */
+  GetDeviceIds(): string[] {
+    return [...this.index.keys()].sort();
+  }
+
+  /**
+   * The last value and write value the shadow holds for a point, without rule 8's online/TTL judgement
+   * and without building a DevicePoint (a driver resuming after a restart asks this for every point).
+   */
+  LastValues(id: string, pointName: string): { value: Value | null; writeValue: Value | null } {
+    const d = this.index.get(id);
+    const p = d === undefined ? undefined : this.table.devices[d]!.points.get(pointName);
+    if (p === undefined) return { value: null, writeValue: null };
+    const flags = this.table.ptFlags[p]!;
+    const value = (flags & HAS_VALUE) === 0 ? null : (flags & STR_VALUE) !== 0 ? this.table.ptStr[p]! : this.table.ptNum[p]!;
+    return { value, writeValue: this.writeValueOf(p) };
+  }
+
   /** The state machine's current state (exposed in REST and stats). */
   GetDeviceState(id: string): DeviceState {
     return STATES[this.table.devState[this.slotOf(id)]!]!;

@@ -1,13 +1,13 @@
-/** Driver name → factory. The only place that knows every driver; used by the composition root. */
-import { createGpioDriver } from './gpio.js';
-import { createModbusRtuDriver } from './modbus-rtu.js';
-import { createModbusTcpDriver } from './modbus-tcp.js';
-import { createSimulatorDriver } from './simulator.js';
+/**
+ * Driver name → factory loader. The only place that knows every driver; used by the composition root.
+ * Loaded on demand: a gateway without Modbus buses never loads serialport/modbus-serial (~100 ms of
+ * start-up), one without GPIO never loads onoff.
+ */
 import type { DriverFactory } from './types.js';
 
-export const driverFactories: Partial<Record<string, DriverFactory>> = {
-  simulator: createSimulatorDriver,
-  gpio: createGpioDriver,
-  'modbus-rtu': createModbusRtuDriver,
-  'modbus-tcp': createModbusTcpDriver,
+export const driverFactories: Partial<Record<string, () => Promise<DriverFactory>>> = {
+  simulator: async () => (await import('./simulator.js')).createSimulatorDriver,
+  gpio: async () => (await import('./gpio.js')).createGpioDriver,
+  'modbus-rtu': async () => (await import('./modbus-rtu.js')).createModbusRtuDriver,
+  'modbus-tcp': async () => (await import('./modbus-tcp.js')).createModbusTcpDriver,
 };

@@ -33,14 +33,23 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
   const timers: NodeJS.Timeout[] = [];
   const counters = { reads: 0, writes: 0, failures: 0 };
 
+  // Constant and sine points are stateless: one generator per model point serves every device of the
+  // model (a fleet of 1,000 identical devices builds 100 generators, not 100,000).
+  const shared = new WeakMap<PointConfig, Generator>();
   for (const device of devices) {
     const id = device.config.id;
     const generators = new Map<string, Generator>();
     const held = new Map<string, RawValue>();
     for (const point of device.model.points) {
       if (!point.sim) continue;
-      const last = ctx.lastValue(id, point.name);
-      generators.set(point.name, createGenerator(point.sim, `${id}/${point.name}`, last === null ? undefined : toDeviceRaw(point, last)));
+      const stateful = point.sim.fn === 'counter' || point.sim.fn === 'random_walk';
+      let gen = stateful ? undefined : shared.get(point);
+      if (!gen) {
+        const last = stateful ? ctx.lastValue(id, point.name) : null;
+        gen = createGenerator(point.sim, `${id}/${point.name}`, last === null ? undefined : toDeviceRaw(point, last));
+        if (!stateful) shared.set(point, gen);
+      }
+      generators.set(point.name, gen);
       const written = point.access !== 'R' ? ctx.lastWrite(id, point.name) : null;
       if (written !== null) held.set(point.name, toDeviceRaw(point, written));
     }
@@ -87,7 +96,10 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
   return {
     busId: bus.id,
     async start() {
-      for (const sim of sims.values()) {
+      // First polls are spread over the interval (at most 1 s) instead of all at once: start-up stays
+      // short with thousands of devices, and load is even from the first cycle, as on a real bus.
+      const all = [...sims.values()];
+      all.forEach((sim, i) => {
         for (const [every, names] of pollGroups(sim)) {
           const poll = (): void => {
             const id = sim.device.config.id;
@@ -100,13 +112,17 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
             }
             ctx.sink.data(id, values);
           };
-          poll();
-          timers.push(setInterval(poll, Math.max(1, every)));
+          const offset = Math.floor((i / all.length) * Math.min(every, 1000));
+          timers.push(setTimeout(() => {
+            poll();
+            timers.push(setInterval(poll, Math.max(1, every)));
+          }, offset));
         }
-      }
+      });
     },
     async stop() {
-      for (const t of timers.splice(0)) clearInterval(t);
+      // clearTimeout also clears intervals (one timer type in Node).
+      for (const t of timers.splice(0)) clearTimeout(t);
     },
     async read(id, points) {
       return readDevice(simOf(id), points);

@@ -9,6 +9,8 @@ import type { MqttConfig, ShadowExportConfig } from '../config/types.js';
 /** The read side of the shadow the exporters need (structurally the core `Shadow`). */
 export interface ShadowView {
   GetDevices(): Device[];
+  /** Sorted ids, without copying any point data. */
+  GetDeviceIds(): string[];
   /** Go-style: `[device, true]` or `[null, false]`. */
   GetDevice(id: string): [Device | null, boolean];
   HasDevice(id: string): boolean;

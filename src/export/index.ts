@@ -5,8 +5,8 @@
  */
 import { join } from 'node:path';
 import { UserDirectory } from './auth.js';
-import { Bridge } from './bridge.js';
-import { startBroker, type Broker } from './broker.js';
+import type { Bridge } from './bridge.js';
+import type { Broker } from './broker.js';
 import type { ExportContext } from './context.js';
 import { discoveryNode } from './homeassistant.js';
 import { MqttExporter, type Publish } from './mqtt-exporter.js';
@@ -30,7 +30,7 @@ export async function startExport(ctx: ExportContext): Promise<ExportHandle> {
   // Config problems of the targets are reported at start, before anything listens.
   validateShadowExport(ctx.export.shadow, ctx.mqtt.enable);
   const topics = new Topics(ctx.mqtt.base_topic);
-  const bad = ctx.shadow.GetDevices().map((d) => d.id).filter((id) => !topicSafeDeviceId(id));
+  const bad = ctx.shadow.GetDeviceIds().filter((id) => !topicSafeDeviceId(id));
   if (bad.length) log.warn({ devices: bad }, 'device ids unusable as an MQTT topic level are not exported over MQTT');
 
   let broker: Broker | null = null;
@@ -54,6 +54,8 @@ export async function startExport(ctx: ExportContext): Promise<ExportHandle> {
       retained = new RetainedStore(join(ctx.dataDir, 'mqtt', 'retained.json'), (err) => log.error({ err }, 'retained messages'));
       const persisted = await retained.load();
       const ha = ctx.mqtt.homeassistant;
+      // Loaded only when used: aedes and mqtt.js cost ~100 ms of start-up on a Pi-class CPU.
+      const { startBroker } = await import('./broker.js');
       broker = await startBroker({
         host: ctx.mqtt.host,
         port: ctx.mqtt.port,
@@ -68,6 +70,7 @@ export async function startExport(ctx: ExportContext): Promise<ExportHandle> {
       // Replay what was retained before the restart; fresh state replaces it a moment later.
       for (const m of persisted) await b.publish(m.topic, m.payload, { retain: true, qos: m.qos === 0 ? 0 : 1 });
       if (ctx.mqtt.bridge) {
+        const { Bridge } = await import('./bridge.js');
         bridge = new Bridge({
           config: ctx.mqtt.bridge,
           topics,
@@ -81,7 +84,7 @@ export async function startExport(ctx: ExportContext): Promise<ExportHandle> {
       }
       const br = bridge;
       publish = (topic, payload, retain) => {
-        b.publish(topic, payload, { retain }).catch((err: unknown) => log.error({ err, topic }, 'mqtt publish failed'));
+        b.send(topic, payload, retain);
         br?.forward(topic, payload, retain);
       };
       exporter = new MqttExporter(ctx, topics, publish);
