@@ -1,9 +1,9 @@
 # The two commands a user needs: `make run` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
-APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto
+APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck
 
-.PHONY: run build test lint bench install deps system-deps clean
+.PHONY: run build test lint bench install deps system-deps clean dist
 
 run: build
 	./dist/main.js run --config board/demo.json
@@ -19,6 +19,10 @@ dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package
 test: system-deps build
 	npx tsc -p tsconfig.json --noEmit
 	node scripts/test.mjs
+
+# The release tree for a Pi: one esbuild bundle plus only the native modules (build/shadowgate/).
+dist: build
+	sh scripts/dist.sh
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit

@@ -10,10 +10,10 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfigFile, registerConfigChecker } from './config/load.js';
 import { gpioConfigChecker } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
-import { runModbusCommand } from './cli/modbus.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
 import { createLogger } from './util/logger.js';
+import { startSdNotify } from './util/sd-notify.js';
 
 const USAGE = `usage: shadowgate <command> [options]
 
@@ -47,10 +47,13 @@ async function run(file: string): Promise<number> {
   const config = await loadOrExplain(file);
   if (!config) return 2;
   const log = createLogger(config.gateway.log_level);
+  // systemd Type=notify: READY after start, WATCHDOG from this event loop, STOPPING on shutdown.
+  const sd = startSdNotify(log);
   let gateway;
   try {
     gateway = await startGateway(config, { log });
   } catch (err) {
+    sd.close();
     // Problems only a part can see (export targets, MQTT users) are configuration errors too.
     if (err instanceof GatewayError && err.code === 'CONFIG_INVALID') {
       process.stderr.write(`${file}: invalid configuration\n  ${err.message.replace(/\n/g, '\n  ')}\n`);
@@ -62,14 +65,22 @@ async function run(file: string): Promise<number> {
     httpPort: gateway.httpPort, mqttPort: gateway.mqttPort, mqttWsPort: gateway.mqttWsPort,
     config: file, devices: gateway.shadow.stats().totalDevices,
   }, 'ready');
+  void sd.ready(`listening: http ${gateway.httpPort}, mqtt ${gateway.mqttPort}`);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) return;
       stopping = true;
       log.info({ signal }, 'stopping');
-      gateway.stop().then(() => resolve(0), (err: unknown) => {
+      const notified = sd.stopping();
+      gateway.stop().then(async () => {
+        await notified;
+        sd.close();
+        resolve(0);
+      }, async (err: unknown) => {
         log.error({ err }, 'stop failed');
+        await notified;
+        sd.close();
         resolve(1);
       });
     };
@@ -98,6 +109,8 @@ export async function main(argv: string[]): Promise<number> {
     case 'write': {
       const config = await loadOrExplain(file);
       if (!config) return 2;
+      // Loaded only for these commands: `run` must not pay for serialport/modbus-serial at start-up.
+      const { runModbusCommand } = await import('./cli/modbus.js');
       return runModbusCommand(command, rest, config, (line) => process.stdout.write(`${line}\n`));
     }
     case 'hash-password':

@@ -2,6 +2,7 @@
 import { benchGateway } from './gateway.js';
 import { benchIngest } from './ingest.js';
 import { benchModbus } from './modbus-planner.js';
+import { benchMqtt } from './mqtt.js';
 import { benchPersist } from './persist.js';
 import { report } from './report.js';
 
@@ -10,5 +11,6 @@ report(benchIngest());
 report(await benchPersist());
 report(await benchGateway());
 report(await benchModbus());
+report(await benchMqtt());
 // The history bench is a script of its own (prints measured / target as it goes).
 await import('./history.js');

@@ -1,0 +1,95 @@
+/**
+ * `make dist` (scripts/dist.sh): the bundle plus the pruned native node_modules, copied out of the
+ * checkout (so nothing can fall back to the repo's node_modules), starts with board/demo.json and
+ * answers REST; the native addons load from the pruned tree.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { call } from '../helpers/http.js';
+import { exited, waitReady } from '../helpers/spawn.js';
+import { run } from './run.js';
+
+let dir = '';
+let buildDir = '';
+let tree = '';
+let child: ChildProcess | undefined;
+
+test.before(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'sg-dist-'));
+  buildDir = await mkdtemp(path.resolve('build', '.test-dist-'));
+});
+
+test.after(async () => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+  await rm(buildDir, { recursive: true, force: true });
+});
+
+const built = existsSync('dist/main.js');
+if (!built) console.log('SKIP: make dist: dist/ is not built (make build)');
+const withBuild = built ? test : test.skip;
+
+withBuild('dist.sh bundles into one file, keeps only the natives, and reports the arm64 prebuild', async () => {
+  const r = await run('sh', ['scripts/dist.sh'], { DIST_OUT: path.join(buildDir, 'shadowgate') }, 60_000);
+  assert.is(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /arm64: @serialport\/bindings-cpp prebuild present/);
+  const out = path.join(buildDir, 'shadowgate');
+  const top = (await readdir(path.join(out, 'node_modules'))).sort();
+  // Pure-JS dependencies (aedes, pino, ajv, mqtt, …) are in the bundle, not in node_modules.
+  for (const bundled of ['aedes', 'pino', 'ajv', 'mqtt', 'polka', 'ws', 'serialport', 'modbus-serial', 'nan']) {
+    assert.not.ok(top.includes(bundled), `${bundled} should be bundled, not shipped: ${top.join(' ')}`);
+  }
+  for (const native of ['@serialport', 'onoff', 'epoll', 'node-gyp-build', 'bindings']) assert.ok(top.includes(native), `${native} missing`);
+  assert.ok(existsSync(path.join(out, 'node_modules/@serialport/bindings-cpp/prebuilds/linux-arm64/@serialport+bindings-cpp.armv8.glibc.node')));
+  assert.not.ok(existsSync(path.join(out, 'node_modules/@serialport/bindings-cpp/prebuilds/win32-x64')), 'prebuilds for other OSes pruned');
+  for (const f of ['shadowgate.mjs', 'dist/config/schema.json', 'board/models', 'board/boards', 'systemd/shadowgate.service', 'scripts/install.sh']) {
+    assert.ok(existsSync(path.join(out, f)), `${f} missing from the release tree`);
+  }
+  tree = path.join(dir, 'shadowgate');
+  await cp(out, tree, { recursive: true });
+});
+
+withBuild('the bundle loads its native addons from the pruned node_modules', async () => {
+  assert.ok(tree, 'needs the release tree from the previous test');
+  const probe = `
+    import { createRequire } from 'node:module';
+    const require = createRequire(${JSON.stringify(path.join(tree, 'shadowgate.mjs'))});
+    const sp = require.resolve('@serialport/bindings-cpp');
+    const { autoDetect } = require('@serialport/bindings-cpp'); // loads the .node at require time
+    const addon = require('node-gyp-build').path(require('node:path').resolve(sp, '../..'));
+    const { Gpio } = require('onoff'); // loads epoll.node
+    console.log(JSON.stringify({ sp, addon, open: typeof autoDetect().open, gpio: typeof Gpio.accessible }));`;
+  const r = await run(process.execPath, ['--input-type=module', '-e', probe], {}, 15_000);
+  assert.is(r.code, 0, r.stderr);
+  const got = JSON.parse(r.stdout) as { sp: string; addon: string; open: string; gpio: string };
+  assert.ok(got.sp.startsWith(tree), `resolved outside the release tree: ${got.sp}`);
+  assert.ok(got.addon.startsWith(tree) && got.addon.endsWith('.node'), got.addon);
+  assert.is(got.open, 'function');
+  assert.is(got.gpio, 'boolean');
+});
+
+withBuild('the bundle runs the demo config and answers GET /api/v1/shadow/all; SIGTERM exits 0', async () => {
+  assert.ok(tree, 'needs the release tree from the first test');
+  child = spawn(process.execPath, ['--max-semi-space-size=1', path.join(tree, 'shadowgate.mjs'), 'run', '--config', path.join(tree, 'board/demo.json')], {
+    cwd: dir,
+    env: { ...process.env, SHADOWGATE_HTTP_PORT: '0', SHADOWGATE_MQTT_PORT: '0', SHADOWGATE_MQTT_WS_PORT: '0', SHADOWGATE_DATA_DIR: path.join(dir, 'data') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const port = await waitReady(child, 20_000).catch((err: Error) => { throw new Error(`${err.message}\n${stderr}`); });
+  const r = await call<Record<string, unknown>>(port, '/api/v1/shadow/all');
+  assert.is(r.status, 200);
+  assert.ok(r.body.success);
+  const body = JSON.stringify(r.body.data);
+  for (const id of ['thermostat-1', 'thermostat-2', 'meter-1']) assert.ok(body.includes(id), `${id} missing: ${body.slice(0, 300)}`);
+  child.kill('SIGTERM');
+  assert.is(await exited(child, 15_000), 0, stderr);
+});
+
+test.run();
