@@ -3,6 +3,8 @@
  * snake_case, points as an array, `YYYY-MM-DD HH:MM:SS` local time, zero time `0001-01-01 00:00:00`.
  * It lives here and nowhere else; the MQTT exporter gets `shadowAllJson` injected.
  */
+import { formatGoDuration } from '../core/duration.js';
+import type { DeviceRecord, PointRecord } from '../core/records.js';
 import type { Shadow, ShadowStats } from '../core/shadow.js';
 import type { Device, DevicePoint, Value } from '../core/types.js';
 import { ZERO_TIME_ISO } from '../core/types.js';
@@ -39,15 +41,28 @@ export const ZERO_TIME_TEXT = '0001-01-01 00:00:00';
 
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
 
+// Many points of a device share the second of their last update: one cached text saves the Date work.
+// Keyed on the zone too (Node honours a TZ change at run time; tests switch it).
+let cachedSecond = Number.NaN;
+let cachedTz: string | undefined;
+let cachedText = '';
+
 /** Local `YYYY-MM-DD HH:MM:SS` (as upstream's Go layout "2006-01-02 15:04:05"); 0 / zero ISO time → zero text. */
 export function formatLocalTime(time: number | string): string {
   const ms = typeof time === 'number' ? time : time === ZERO_TIME_ISO ? 0 : Date.parse(time);
   if (ms === 0 || !Number.isFinite(ms)) return ZERO_TIME_TEXT;
+  const second = Math.floor(ms / 1000);
+  const tz = process.env.TZ;
+  if (second === cachedSecond && tz === cachedTz) return cachedText;
   const d = new Date(ms);
-  return `${pad(d.getFullYear(), 4)}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  cachedText = `${pad(d.getFullYear(), 4)}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  cachedSecond = second;
+  cachedTz = tz;
+  return cachedText;
 }
 
-export const toRestPoint = (p: DevicePoint): RestDevicePoint => ({
+/** From the seed's internal point (ISO times) or a record (epoch ms): the same REST point. */
+export const toRestPoint = (p: DevicePoint | PointRecord): RestDevicePoint => ({
   name: p.name,
   value: p.value,
   write_value: p.writeValue,
@@ -55,20 +70,20 @@ export const toRestPoint = (p: DevicePoint): RestDevicePoint => ({
   write_time: formatLocalTime(p.writeAt),
 });
 
-export const toRestDevice = (d: Device): RestDevice => ({
+export const toRestDevice = (d: Device | DeviceRecord): RestDevice => ({
   id: d.id,
   model: d.modelName,
-  points: Object.values(d.points).map(toRestPoint),
+  points: (Array.isArray(d.points) ? d.points : Object.values(d.points)).map(toRestPoint),
   online: d.online,
   state: d.state,
-  ttl: d.ttl,
+  ttl: typeof d.ttl === 'number' ? formatGoDuration(d.ttl) : d.ttl,
   disconnect_times: d.disconnectTimes,
   updated_at: formatLocalTime(d.updatedAt),
   version: d.version,
 });
 
 /** Every device in REST shape, sorted by id (GetDevices sorts); `[]` when there is none. */
-export const shadowAllJson = (shadow: Shadow): RestDevice[] => shadow.GetDevices().map(toRestDevice);
+export const shadowAllJson = (shadow: Shadow): RestDevice[] => shadow.GetDeviceRecords().map(toRestDevice);
 
 /** `512 B`, `12.5 KB`, `4.2 MB` (1024-based, as disk and memory tools on the Pi print them). */
 export function formatBytes(bytes: number): string {

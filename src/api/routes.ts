@@ -42,13 +42,13 @@ export function mountRoutes(ctx: ApiContext, kit: RouteKit): void {
 
   kit.route('GET', '/shadow/all', 'read', () => shadowAllJson(shadow));
   kit.route('GET', '/shadow/device', 'read', (req) => {
-    const [device] = shadow.GetDevice(q(req, 'id'));
+    const device = shadow.GetDeviceRecord(q(req, 'id'));
     if (!device) throw unknownDevice();
     return toRestDevice(device);
   });
   kit.route('GET', '/shadow/devicePoint', 'read', (req) => {
     const id = q(req, 'id');
-    return toRestPoint(shadow.GetDevicePointDetails(id, q(req, 'point')));
+    return toRestPoint(shadow.GetPointRecord(id, q(req, 'point')));
   });
   kit.route('GET', '/shadow/stats', 'read', () => toRestStats(shadow.stats()));
   kit.route('GET', '/health/shadow', 'read', () => ctx.health());

@@ -6,7 +6,7 @@
  */
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
-import { formatGoDuration, parseDuration } from './duration.js';
+import { parseDuration } from './duration.js';
 import { GatewayError, invalidValue, unknownDevice, unknownPoint } from './errors.js';
 import type { PointChange, ShadowEvents } from './events.js';
 import { EventBus } from './events.js';
@@ -14,7 +14,7 @@ import {
   HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE, ShadowTable,
 } from './table.js';
 import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Value } from './types.js';
-import { ZERO_TIME_ISO } from './types.js';
+import { deviceRecord, pointRecord, toDevice, toDevicePoint, valueAt, writeValueAt, type DeviceRecord, type PointRecord } from './records.js';
 
 export interface ShadowOptions {
   maxDevices: number;
@@ -266,16 +266,32 @@ export class Shadow {
   }
 
   GetDevicePoints(id: string): Record<string, DevicePoint> {
-    const d = this.slotOf(id);
     const out: Record<string, DevicePoint> = {};
-    for (const name of this.table.devices[d]!.names) out[name] = this.pointDetails(d, name);
+    for (const r of deviceRecord(this.table, this.slotOf(id)).points) out[r.name] = toDevicePoint(r);
     return out;
   }
 
   GetDevicePointDetails(id: string, pointName: string): DevicePoint {
+    return toDevicePoint(this.GetPointRecord(id, pointName));
+  }
+
+  /** One point with epoch-ms times (what REST formats from). */
+  GetPointRecord(id: string, pointName: string): PointRecord {
     const d = this.slotOf(id);
-    if (!this.table.devices[d]!.points.has(pointName)) throw unknownPoint(pointName);
-    return this.pointDetails(d, pointName);
+    const p = this.table.devices[d]!.points.get(pointName);
+    if (p === undefined) throw unknownPoint(pointName);
+    return pointRecord(this.table, p, pointName);
+  }
+
+  /** One device with epoch-ms times; null when unknown. */
+  GetDeviceRecord(id: string): DeviceRecord | null {
+    const d = this.index.get(id);
+    return d === undefined ? null : deviceRecord(this.table, d);
+  }
+
+  /** Every device with epoch-ms times, sorted by id. */
+  GetDeviceRecords(): DeviceRecord[] {
+    return this.GetDeviceIds().map((id) => deviceRecord(this.table, this.index.get(id)!));
   }
 
   /** ms since the epoch of the last data; 0 when none arrived yet. */
@@ -299,13 +315,13 @@ export class Shadow {
   }
 
   GetDevice(id: string): [Device | null, boolean] {
-    const d = this.index.get(id);
-    return d === undefined ? [null, false] : [this.deviceOf(d), true];
+    const r = this.GetDeviceRecord(id);
+    return r === null ? [null, false] : [toDevice(r), true];
   }
 
   /** Every device, sorted by id (stable output; upstream's REST sorts too). */
   GetDevices(): Device[] {
-    return [...this.index.keys()].sort().map((id) => this.deviceOf(this.index.get(id)!));
+    return this.GetDeviceRecords().map(toDevice);
   }
 
   /** Ids of every device, sorted (cheap: no point data copied). */
@@ -321,9 +337,7 @@ export class Shadow {
     const d = this.index.get(id);
     const p = d === undefined ? undefined : this.table.devices[d]!.points.get(pointName);
     if (p === undefined) return { value: null, writeValue: null };
-    const flags = this.table.ptFlags[p]!;
-    const value = (flags & HAS_VALUE) === 0 ? null : (flags & STR_VALUE) !== 0 ? this.table.ptStr[p]! : this.table.ptNum[p]!;
-    return { value, writeValue: this.writeValueOf(p) };
+    return { value: valueAt(this.table, p), writeValue: writeValueAt(this.table, p) };
   }
 
   /** The state machine's current state (exposed in REST and stats). */
@@ -420,7 +434,7 @@ export class Shadow {
     const d = this.slotOf(id);
     const p = this.table.devices[d]!.points.get(pointName);
     if (p === undefined) throw unknownPoint(pointName);
-    return this.writeValueOf(p);
+    return writeValueAt(this.table, p);
   }
 
   // ---- stats -----------------------------------------------------------------------------------
@@ -489,45 +503,6 @@ export class Shadow {
     this.transition(d, OFFLINE, now);
     this.bus.emit('ShadowOffline', { id: this.table.devices[d]!.id, reason, time: now });
   }
-
-  private writeValueOf(p: number): Value | null {
-    const t = this.table;
-    const flags = t.ptFlags[p]!;
-    if ((flags & HAS_WRITE) === 0) return null;
-    return (flags & STR_WRITE) !== 0 ? t.ptWriteStr[p]! : t.ptWriteNum[p]!;
-  }
-
-  private pointDetails(d: number, name: string): DevicePoint {
-    const t = this.table;
-    const p = t.devices[d]!.points.get(name)!;
-    const flags = t.ptFlags[p]!;
-    return {
-      name,
-      value: (flags & HAS_VALUE) === 0 ? null : (flags & STR_VALUE) !== 0 ? t.ptStr[p]! : t.ptNum[p]!,
-      writeValue: this.writeValueOf(p),
-      updatedAt: isoTime(t.ptUpdatedAt[p]!),
-      writeAt: isoTime(t.ptWriteAt[p]!),
-    };
-  }
-
-  private deviceOf(d: number): Device {
-    const t = this.table;
-    const slot = t.devices[d]!;
-    const points: Record<string, DevicePoint> = {};
-    for (const name of slot.names) points[name] = this.pointDetails(d, name);
-    const state = STATES[t.devState[d]!]!;
-    return {
-      id: slot.id,
-      modelName: slot.model,
-      points,
-      online: state !== 'Offline',
-      state,
-      ttl: formatGoDuration(t.devTtl[d]!),
-      disconnectTimes: t.devDisconnect[d]!,
-      updatedAt: isoTime(t.devUpdatedAt[d]!),
-      version: t.devVersion[d]!,
-    };
-  }
 }
 
 function checkValue(name: string, v: Value): void {
@@ -537,5 +512,4 @@ function checkValue(name: string, v: Value): void {
   }
 }
 
-/** ISO 8601 for an epoch-ms time; 0 (never) is the seed's zero time. */
-export const isoTime = (ms: number): string => (ms === 0 ? ZERO_TIME_ISO : new Date(ms).toISOString());
+export { isoTime } from './records.js';

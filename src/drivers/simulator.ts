@@ -88,7 +88,9 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     for (const point of sim.device.model.points) {
       if (point.access === 'W' || !point.sim) continue;
       const every = point.poll ?? sim.device.config.poll ?? 1000;
-      groups.set(every, [...(groups.get(every) ?? []), point.name]);
+      const group = groups.get(every);
+      if (group) group.push(point.name);
+      else groups.set(every, [point.name]);
     }
     return groups;
   };
