@@ -27,7 +27,7 @@ dist: build
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
 
-bench: build
+bench: dist
 	node --import tsx scripts/bench/run.ts
 
 install: deps system-deps

@@ -32,10 +32,17 @@ export async function writeFleetConfig(file: string, dataDir: string, devices: n
   await writeFile(file, JSON.stringify(config));
 }
 
-export function startChild(configFile: string, timeoutMs = 30_000): Promise<Running> {
+/** The release bundle (`make dist`), started as the systemd unit starts it. */
+export const BUNDLE = path.resolve('build/shadowgate/shadowgate.mjs');
+const UNIT_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=96'];
+
+export function startChild(configFile: string, timeoutMs = 30_000, bundle = false): Promise<Running> {
   const t0 = performance.now();
-  // Run the executable itself so its shebang's V8 flags apply, exactly as `shadowgate run` does.
-  const child = spawn(MAIN, ['run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Run the executable itself so its shebang's V8 flags apply, exactly as `shadowgate run` does
+  // (or the bundle with the unit's flags).
+  const child = bundle
+    ? spawn(process.execPath, [...UNIT_FLAGS, BUNDLE, 'run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(MAIN, ['run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
