@@ -7,7 +7,7 @@ import { appendFile, rename, stat } from 'node:fs/promises';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from '../util/logger.js';
-import { writeFileAtomic } from './atomic-file.js';
+import { atomicWriteFile } from '../util/atomic-file.js';
 
 export interface FileTargetOptions {
   path: string;
@@ -43,7 +43,7 @@ export class FileTarget {
   private async write(body: string): Promise<void> {
     try {
       if (this.opts.mode === 'snapshot') {
-        await writeFileAtomic(this.opts.path, body);
+        await atomicWriteFile(this.opts.path, body);
       } else {
         const line = `${body}\n`;
         const bytes = Buffer.byteLength(line);

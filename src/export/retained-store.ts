@@ -5,7 +5,7 @@
  * The file is one JSON document replaced atomically, written at most once per `debounceMs`.
  */
 import { readFile } from 'node:fs/promises';
-import { writeFileAtomic } from './atomic-file.js';
+import { atomicWriteFile } from '../util/atomic-file.js';
 
 interface StoredMessage {
   topic: string;
@@ -99,7 +99,7 @@ export class RetainedStore {
     if (!this.dirty) return;
     this.dirty = false;
     const data = JSON.stringify([...this.messages.values()]);
-    this.saving = writeFileAtomic(this.path, data).catch((err: unknown) => {
+    this.saving = atomicWriteFile(this.path, data).catch((err: unknown) => {
       this.dirty = true;
       this.onError(err);
     });

@@ -19,7 +19,7 @@ import type { LocalStorage } from 'node-persist';
 import type { Shadow } from '../core/shadow.js';
 import type { ShadowSnapshot } from '../core/snapshot.js';
 import type { Logger } from '../util/logger.js';
-import { atomicWriteFile, fsyncDir, removeStaleTmp } from './atomic-file.js';
+import { atomicWriteFile, fsyncDir, removeStaleTmp } from '../util/atomic-file.js';
 import { type Encoded, GenerationEncoder } from './generation-encoder.js';
 import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
 

@@ -4,7 +4,7 @@
  * to a temp file in the same directory (rename is only atomic within one file system), is fsynced, then
  * renamed over the target, and the directory is fsynced so the rename itself survives a power cut.
  */
-import { open, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 let counter = 0;
@@ -17,6 +17,7 @@ export function tmpPathFor(file: string): string {
 export const isTmpName = (name: string): boolean => name.startsWith('.') && name.endsWith('.tmp');
 
 export async function atomicWriteFile(file: string, data: Uint8Array | string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
   const tmp = tmpPathFor(file);
   const fh = await open(tmp, 'w', 0o644);
   try {
