@@ -4,79 +4,22 @@
  * Operations that the seed says return "error" throw a GatewayError instead (TypeScript idiom).
  * Online/offline rules: see DESIGN.md §3; the ★ decisions are implemented as written there.
  */
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
 import { parseDuration } from './duration.js';
 import { GatewayError, invalidValue, unknownDevice, unknownPoint } from './errors.js';
-import type { PointChange, ShadowEvents } from './events.js';
-import { EventBus } from './events.js';
-import {
-  HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE, ShadowTable,
-} from './table.js';
-import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Value } from './types.js';
+import type { PointChange } from './events.js';
 import { deviceRecord, pointRecord, toDevice, toDevicePoint, valueAt, writeValueAt, type DeviceRecord, type PointRecord } from './records.js';
+import { INITIALIZING, MAX_FAILURES, FAILURE_WINDOW_MS, MAYBE_OFFLINE, OFFLINE, ONLINE, ShadowBase } from './shadow-base.js';
+import { HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE } from './table.js';
+import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Value } from './types.js';
 
-export interface ShadowOptions {
-  maxDevices: number;
-  maxPoints: number;
-  /** ms; used when AddDevice gets no ttl. */
-  defaultTtl: number;
-  clock?: Clock;
-  bus?: EventBus<ShadowEvents>;
-}
-
-/** Rules 3–5: three failures, or one failure more than 60 s after the last data, mean offline. */
-export const MAX_FAILURES = 3;
-export const FAILURE_WINDOW_MS = 60_000;
-
-const ONLINE = STATE_CODE.Online;
-const OFFLINE = STATE_CODE.Offline;
-const INITIALIZING = STATE_CODE.Initializing;
-const MAYBE_OFFLINE = STATE_CODE.MaybeOffline;
+export { FAILURE_WINDOW_MS, MAX_FAILURES, isOnlineState, type ShadowOptions, type ShadowStats } from './shadow-base.js';
 
 export interface PreparedUpdate {
   /** Values in the order of the names given to prepareUpdate. */
   set(values: ArrayLike<Value>, opts?: SetOptions): void;
 }
 
-export interface ShadowStats {
-  totalDevices: number;
-  onlineDevices: number;
-  dataPoints: number;
-  /** GetDevicePoint calls that returned a value, over all calls (0..1; NaN before the first call). */
-  hitRate: number;
-  allocatedBytes: number;
-  freeDeviceSlots: number;
-  freePointSlots: number;
-  states: Record<DeviceState, number>;
-}
-
-export const isOnlineState = (code: number): boolean => code !== OFFLINE;
-
-export class Shadow {
-  readonly table: ShadowTable;
-  readonly bus: EventBus<ShadowEvents>;
-  readonly clock: Clock;
-  readonly defaultTtl: number;
-  private readonly index = new Map<string, number>();
-  /** Reused by SetDevicePoints for resolved slots (no allocation per update). */
-  private scratch = new Int32Array(256);
-  private scratchValues = new Array<Value>(256);
-  private hits = 0;
-  private lookups = 0;
-  /** Bumps on every mutation: persistence saves only when it moved. */
-  changeSeq = 0;
-  /** Bumps when devices or points are added or removed: persistence caches the structure by it. */
-  structureSeq = 0;
-
-  constructor(opts: ShadowOptions) {
-    if (!(opts.maxDevices > 0) || !(opts.maxPoints > 0)) throw new Error('shadow capacity must be positive');
-    this.table = new ShadowTable(opts.maxDevices, opts.maxPoints);
-    this.clock = opts.clock ?? systemClock;
-    this.bus = opts.bus ?? new EventBus<ShadowEvents>();
-    this.defaultTtl = opts.defaultTtl;
-  }
-
+export class Shadow extends ShadowBase {
   // ---- lifecycle -------------------------------------------------------------------------------
 
   /** Adds a device (Offline, no data). An existing id is left as it is, as upstream does. */
@@ -437,72 +380,6 @@ export class Shadow {
     return writeValueAt(this.table, p);
   }
 
-  // ---- stats -----------------------------------------------------------------------------------
-
-  stats(): ShadowStats {
-    const t = this.table;
-    const states = Object.fromEntries(STATES.map((s) => [s, 0])) as Record<DeviceState, number>;
-    let online = 0;
-    let points = 0;
-    for (const d of this.index.values()) {
-      const code = t.devState[d]!;
-      states[STATES[code]!]++;
-      if (code !== OFFLINE) online++;
-      points += t.devices[d]!.names.length;
-    }
-    return {
-      totalDevices: this.index.size,
-      onlineDevices: online,
-      dataPoints: points,
-      hitRate: this.lookups === 0 ? Number.NaN : this.hits / this.lookups,
-      allocatedBytes: t.allocatedBytes,
-      freeDeviceSlots: t.freeDeviceSlots,
-      freePointSlots: t.freePointSlots,
-      states,
-    };
-  }
-
-  /** Device slot for an id (used by snapshot/restore); -1 when unknown. */
-  slotIndex(id: string): number {
-    return this.index.get(id) ?? -1;
-  }
-
-  /** Slot indexes of every device, in insertion order. */
-  slots(): IterableIterator<number> {
-    return this.index.values();
-  }
-
-  // ---- internals -------------------------------------------------------------------------------
-
-  private slotOf(id: string): number {
-    const d = this.index.get(id);
-    if (d === undefined) throw unknownDevice();
-    return d;
-  }
-
-  private expired(d: number, now: number): boolean {
-    return now - this.table.devUpdatedAt[d]! > this.table.devTtl[d]!;
-  }
-
-  /** Moves the state and raises `online` when the online flag flips. */
-  transition(d: number, next: number, now: number): void {
-    const t = this.table;
-    const prev = t.devState[d]!;
-    if (prev === next) return;
-    t.devState[d] = next;
-    this.changeSeq++;
-    if (this.bus.hasListeners('stateChange')) {
-      this.bus.emit('stateChange', { id: t.devices[d]!.id, from: STATES[prev]!, to: STATES[next]!, time: now });
-    }
-    if ((prev === OFFLINE) !== (next === OFFLINE)) {
-      this.bus.emit('online', { id: t.devices[d]!.id, online: next !== OFFLINE, state: STATES[next]!, time: now });
-    }
-  }
-
-  private goOffline(d: number, reason: ShadowEvents['ShadowOffline']['reason'], now: number): void {
-    this.transition(d, OFFLINE, now);
-    this.bus.emit('ShadowOffline', { id: this.table.devices[d]!.id, reason, time: now });
-  }
 }
 
 function checkValue(name: string, v: Value): void {
