@@ -4,56 +4,13 @@
  * and Pi 5 (pinctrl-rp1 at 571, with brcmstb decoys at lower bases) by label scan, and Pi 5 by the
  * `gateway.board` override. Skipped with the reason when unshare is not permitted here.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { runInNamespace, unshareProblem, type NamespaceResult as Result } from '../helpers/namespace.js';
 
 const RUNNER = 'scripts/gpio-fake/run-in-namespace.ts';
 const TIMEOUT_MS = 25_000;
 
-function unshareProblem(): string | undefined {
-  const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'true'], { encoding: 'utf8', timeout: 5000 });
-  if (r.error) return `unshare unavailable (${r.error.message})`;
-  if (r.status !== 0) return `unshare -m not permitted here (${(r.stderr || `exit ${r.status}`).trim()})`;
-  return undefined;
-}
-
-type Result = Record<string, any>;
-
-/** Runs one scenario in its own namespace; the whole process group is killed by PID on the way out. */
-function runScenario(scenario: string, board?: string): Promise<Result> {
-  const args = ['-m', '--propagation', 'private', process.execPath, '--import', 'tsx', RUNNER, scenario, ...(board ? [board] : [])];
-  const child = spawn('unshare', args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const killGroup = (): void => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  };
-  return new Promise<Result>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      killGroup();
-      reject(new Error(`${scenario}: no result in ${TIMEOUT_MS} ms; stderr: ${stderr}`));
-    }, TIMEOUT_MS);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      killGroup();
-      const last = stdout.trim().split('\n').pop() ?? '';
-      try {
-        const result = JSON.parse(last) as Result;
-        if (result.error) reject(new Error(`${scenario}: ${result.error}\n${stderr}`));
-        else resolve(result);
-      } catch {
-        reject(new Error(`${scenario}: exit ${code}, no JSON result; stdout: ${stdout} stderr: ${stderr}`));
-      }
-    });
-  });
-}
 
 function assertScenario(r: Result, base: number, label: string): void {
   const n = (bcm: number): number => base + bcm;
@@ -97,7 +54,11 @@ if (problem) {
 } else {
   test('gpio on onoff against a fake sysfs: Pi 4 base 512, Pi 5 rp1 base 571, Pi 5 by board override', async () => {
     // In parallel: each is its own namespace and process group.
-    const [pi4, pi5, pi5Board] = await Promise.all([runScenario('pi4'), runScenario('pi5'), runScenario('pi5', 'rpi-5')]);
+    const [pi4, pi5, pi5Board] = await Promise.all([
+      runInNamespace(RUNNER, ['pi4'], TIMEOUT_MS, 'pi4'),
+      runInNamespace(RUNNER, ['pi5'], TIMEOUT_MS, 'pi5'),
+      runInNamespace(RUNNER, ['pi5', 'rpi-5'], TIMEOUT_MS, 'pi5 rpi-5'),
+    ]);
     assertScenario(pi4!, 512, 'pinctrl-bcm2711');
     assertScenario(pi5!, 571, 'pinctrl-rp1');
     assertScenario(pi5Board!, 571, 'pinctrl-rp1');

@@ -7,12 +7,12 @@
  * the shadow within a bounded time; the contact refuses writes; SIGTERM unexports every line.
  * Skipped with the reason when unshare is not permitted here.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { runInNamespace, unshareProblem, type NamespaceResult as Result } from '../helpers/namespace.js';
 
 const RUNNER = 'scripts/gpio-fake/gateway-in-namespace.ts';
 const TIMEOUT_MS = 18_000;
@@ -20,49 +20,6 @@ const TIMEOUT_MS = 18_000;
 const BASE = 512;
 const LINES = [17, 20, 21, 26].map((bcm) => BASE + bcm);
 
-function unshareProblem(): string | undefined {
-  const r = spawnSync('unshare', ['-m', '--propagation', 'private', 'true'], { encoding: 'utf8', timeout: 5000 });
-  if (r.error) return `unshare unavailable (${r.error.message})`;
-  if (r.status !== 0) return `unshare -m not permitted here (${(r.stderr || `exit ${r.status}`).trim()})`;
-  return undefined;
-}
-
-type Result = Record<string, any>;
-
-/** Runs the runner in its own namespace and process group; the whole group is killed by PID on the way out. */
-function runInNamespace(workDir: string): Promise<Result> {
-  const args = ['-m', '--propagation', 'private', process.execPath, '--import', 'tsx', RUNNER, workDir];
-  const child = spawn('unshare', args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const killGroup = (): void => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  };
-  return new Promise<Result>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      killGroup();
-      reject(new Error(`no result in ${TIMEOUT_MS} ms; stdout: ${stdout} stderr: ${stderr}`));
-    }, TIMEOUT_MS);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      killGroup();
-      const last = stdout.trim().split('\n').pop() ?? '';
-      try {
-        const result = JSON.parse(last) as Result;
-        if (result.error) reject(new Error(`${result.error}\n${JSON.stringify(result, null, 1)}\nstderr: ${stderr}`));
-        else resolve(result);
-      } catch {
-        reject(new Error(`exit ${code}, no JSON result; stdout: ${stdout} stderr: ${stderr}`));
-      }
-    });
-  });
-}
 
 const ok = { success: true, errorCode: 200, errorMsg: '', data: null };
 
@@ -74,7 +31,7 @@ if (problem) {
   test('gpio-relay-door example through the real gateway over REST: relay, contact edge, read-only, clean stop', async () => {
     const workDir = await mkdtemp(path.join(os.tmpdir(), 'sg-gpio-gw-'));
     try {
-      const r = await runInNamespace(workDir);
+      const r = await runInNamespace(RUNNER, [workDir], TIMEOUT_MS, 'gpio gateway');
       console.log(`  gpio gateway: start ${r.startMs} ms, contact open ${r.openLatencyMs} ms, close ${r.closeLatencyMs} ms, stop ${r.stopMs} ms`);
 
       // Started from the example config: both devices, every line of the HAT and the contact exported.
