@@ -4,7 +4,7 @@
  * answers REST; the native addons load from the pruned tree.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +21,8 @@ let child: ChildProcess | undefined;
 
 test.before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-dist-'));
+  // build/ does not exist in a fresh clone (it is git-ignored output).
+  await mkdir(path.resolve('build'), { recursive: true });
   buildDir = await mkdtemp(path.resolve('build', '.test-dist-'));
 });
 
