@@ -114,7 +114,8 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
             }
             ctx.sink.data(id, values);
           };
-          const offset = Math.floor((i / all.length) * Math.min(every, 1000));
+          // ~2 ms per device, at most the interval or 1 s: a small demo answers at once, a big fleet spreads.
+          const offset = Math.floor((i / all.length) * Math.min(every, 1000, all.length * 2));
           timers.push(setTimeout(() => {
             poll();
             timers.push(setInterval(poll, Math.max(1, every)));
