@@ -86,6 +86,15 @@ async function run(file: string): Promise<number> {
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
+    // A bug must not cost the shadow since the last periodic save: log it, save once (bounded), exit 1
+    // so systemd restarts a clean process (Restart=on-failure).
+    const fatal = (err: unknown, kind: string): void => {
+      log.fatal({ err, kind }, 'unexpected error; saving the shadow and exiting');
+      const deadline = new Promise((r) => setTimeout(r, 3000).unref());
+      void Promise.race([gateway.flush(), deadline]).finally(() => process.exit(1));
+    };
+    process.once('uncaughtException', (err) => fatal(err, 'uncaughtException'));
+    process.once('unhandledRejection', (err) => fatal(err, 'unhandledRejection'));
   });
 }
 

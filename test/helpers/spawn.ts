@@ -5,8 +5,8 @@ import path from 'node:path';
 const MAIN = path.resolve('src/main.ts');
 const live = new Set<ChildProcess>();
 
-export function cli(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+export function cli(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, MAIN, ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);

@@ -1,5 +1,5 @@
 /** The `shadowgate` command as a user runs it: check-config, run, SIGTERM with a final save. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -68,6 +68,32 @@ test('run serves the demo; SIGTERM stops cleanly with exit 0 and the shadow save
   const p = await call<{ value: unknown; write_value: unknown }>(port2, '/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint');
   assert.is(p.body.data.write_value, 18.5, 'write value restored');
   assert.is(p.body.data.value, 18.5, 'the simulated device still holds it');
+  again.kill('SIGTERM');
+  assert.is(await exited(again), 0);
+});
+
+test('an unexpected exception saves the shadow once and exits 1 (systemd restarts it); nothing written is lost', async () => {
+  const dataDir = path.join(dir, 'fatal-data');
+  const config = path.join(dir, 'fatal.json');
+  const demo = JSON.parse(await readFile('board/demo.json', 'utf8')) as { shadow: Record<string, unknown> };
+  demo.shadow.persist_interval = '1h'; // only the fatal handler's save can keep the write below
+  await writeFile(config, JSON.stringify(demo));
+  // A bug in the process, stood in for by a timer that throws once the test has written.
+  const bomb = path.join(dir, 'bomb.mjs');
+  await writeFile(bomb, "process.on('SIGUSR2', () => setTimeout(() => { throw new Error('boom from a bug'); }, 0));\n");
+  const env = { SHADOWGATE_HTTP_PORT: '0', SHADOWGATE_DATA_DIR: dataDir, SHADOWGATE_MQTT_PORT: '0', SHADOWGATE_MQTT_WS_PORT: '0' };
+  const child = cli(['run', '--config', config], env, ['--import', bomb]);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const port = await waitReady(child);
+  await call(port, '/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=17.5');
+  child.kill('SIGUSR2');
+  assert.is(await exited(child), 1);
+  assert.match(out, /"level":60.*boom from a bug/);
+  const again = cli(['run', '--config', config], env);
+  const port2 = await waitReady(again);
+  const p = await call<{ write_value: unknown }>(port2, '/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint');
+  assert.is(p.body.data.write_value, 17.5);
   again.kill('SIGTERM');
   assert.is(await exited(again), 0);
 });
