@@ -24,6 +24,7 @@ import { startHttp } from './api/server.js';
 import { attachEventStream, startExport, type PointInfo } from './export/index.js';
 import { buildHealth } from './health.js';
 import { startHistory } from './history-wiring.js';
+import { renderMetrics } from './metrics.js';
 import type { Logger } from './util/logger.js';
 
 export interface Gateway {
@@ -151,7 +152,22 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
   const health = (): ReturnType<typeof buildHealth> =>
     buildHealth({ shadow, persister, drivers, buses: config.buses, extra: { mqtt: exporter.stats(), history: history.stats() } });
   const http = await startHttp(
-    { shadow, io, http: config.http, log: log.child({ part: 'http' }), health, extraRoutes: history.routes },
+    {
+      shadow, io, http: config.http, log: log.child({ part: 'http' }), health,
+      extraRoutes: (app, kit) => {
+        history.routes(app, kit);
+        // Prometheus scrapes outside /api/v1, in its own text format (no envelope); reads' auth applies.
+        const checkRead = createAuth(config.http.auth);
+        app.get('/metrics', (req, res) => {
+          checkRead(req, 'read');
+          const body = renderMetrics({
+            shadow, persist: { ...persister.stats() }, drivers, parts: { mqtt: exporter.stats(), history: history.stats() },
+          });
+          res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+          res.end(body);
+        });
+      },
+    },
     { host: config.http.host, port: config.http.port },
   );
   stops.push({ name: 'http', stop: () => http.close() });

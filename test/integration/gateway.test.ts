@@ -122,4 +122,30 @@ test('restart restores the shadow: values, write values, counters continue; a re
   assert.is((await call(port, '/api/v1/shadow/device?id=gone')).body.errorMsg, 'unknown device');
 });
 
+test('/metrics serves Prometheus text: shadow, persistence and per-bus driver figures', async () => {
+  gw = await startGateway(config(dir, [{ id: 't1', model: 'thermo', bus: 'sim', poll: '20ms' }]), { log: silentLogger });
+  const port = gw.httpPort;
+  await waitFor(async () => (await call<RestDevice>(port, '/api/v1/shadow/device?id=t1')).body.data.online, 5000, 'online');
+  await gw.flush();
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
+  assert.is(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  const text = await res.text();
+  const sample = (name: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+    assert.ok(line, `${name} missing in:\n${text}`);
+    return Number(line.split(' ').at(-1));
+  };
+  assert.is(sample('shadowgate_devices_online'), 1);
+  assert.is(sample('shadowgate_points'), 4);
+  assert.match(text, /^shadowgate_devices\{state="Online"\} 1$/m);
+  assert.ok(sample('shadowgate_persist_saves') >= 1);
+  assert.is(sample('shadowgate_persist_ok'), 1);
+  assert.match(text, /^shadowgate_bus_reads\{bus="sim"\} \d+$/m);
+  assert.ok(sample('shadowgate_bus_reads') > 0);
+  for (const line of text.trim().split('\n')) {
+    assert.match(line, /^(# TYPE [a-z_:][a-z0-9_:]* gauge|[a-z_:][a-z0-9_:]*(\{[^}]*\})? -?[0-9.e+]+)$/, `not Prometheus text: ${line}`);
+  }
+});
+
 test.run();
