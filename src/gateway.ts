@@ -149,6 +149,7 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
   stops.push({ name: 'export', stop: () => exporter.stop() });
 
   // 4. REST, and the WebSocket event stream on the same server (same auth as REST reads).
+  const checkAuth = createAuth(config.http.auth);
   const health = (): ReturnType<typeof buildHealth> =>
     buildHealth({ shadow, persister, drivers, buses: config.buses, extra: { mqtt: exporter.stats(), history: history.stats() } });
   const http = await startHttp(
@@ -157,9 +158,8 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
       extraRoutes: (app, kit) => {
         history.routes(app, kit);
         // Prometheus scrapes outside /api/v1, in its own text format (no envelope); reads' auth applies.
-        const checkRead = createAuth(config.http.auth);
         app.get('/metrics', (req, res) => {
-          checkRead(req, 'read');
+          checkAuth(req, 'read');
           const body = renderMetrics({
             shadow, persist: { ...persister.stats() }, drivers, parts: { mqtt: exporter.stats(), history: history.stats() },
           });
@@ -171,7 +171,6 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
     { host: config.http.host, port: config.http.port },
   );
   stops.push({ name: 'http', stop: () => http.close() });
-  const checkAuth = createAuth(config.http.auth);
   const stream = attachEventStream(http.server, shadow.bus, {
     authorize: (req) => {
       try {

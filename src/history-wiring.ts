@@ -35,7 +35,7 @@ export async function startHistory(config: GatewayConfig, dataDir: string, shado
   }
   const knownPoint: KnownPoint = (device, point) => {
     if (!shadow.HasDevice(device)) return 'unknown device';
-    return Object.hasOwn(shadow.GetDevicePoints(device), point) ? 'ok' : 'unknown point';
+    return shadow.HasPoint(device, point) ? 'ok' : 'unknown point';
   };
   const ready = (): HistoryStore => {
     if (store) return store;

@@ -4,6 +4,7 @@
  * It lives here and nowhere else; the MQTT exporter gets `shadowAllJson` injected.
  */
 import { formatGoDuration } from '../core/duration.js';
+import { localTimeText } from '../util/local-time.js';
 import type { DeviceRecord, PointRecord } from '../core/records.js';
 import type { Shadow, ShadowStats } from '../core/shadow.js';
 import type { Device, DevicePoint, Value } from '../core/types.js';
@@ -39,26 +40,10 @@ export interface RestStats {
 
 export const ZERO_TIME_TEXT = '0001-01-01 00:00:00';
 
-const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
-
-// Many points of a device share the second of their last update: one cached text saves the Date work.
-// Keyed on the zone too (Node honours a TZ change at run time; tests switch it).
-let cachedSecond = Number.NaN;
-let cachedTz: string | undefined;
-let cachedText = '';
-
-/** Local `YYYY-MM-DD HH:MM:SS` (as upstream's Go layout "2006-01-02 15:04:05"); 0 / zero ISO time → zero text. */
+/** Local `YYYY-MM-DD HH:MM:SS`; 0 / zero ISO time / unparsable → the zero text. */
 export function formatLocalTime(time: number | string): string {
   const ms = typeof time === 'number' ? time : time === ZERO_TIME_ISO ? 0 : Date.parse(time);
-  if (ms === 0 || !Number.isFinite(ms)) return ZERO_TIME_TEXT;
-  const second = Math.floor(ms / 1000);
-  const tz = process.env.TZ;
-  if (second === cachedSecond && tz === cachedTz) return cachedText;
-  const d = new Date(ms);
-  cachedText = `${pad(d.getFullYear(), 4)}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-  cachedSecond = second;
-  cachedTz = tz;
-  return cachedText;
+  return ms === 0 || !Number.isFinite(ms) ? ZERO_TIME_TEXT : localTimeText(ms);
 }
 
 /** From the seed's internal point (ISO times) or a record (epoch ms): the same REST point. */

@@ -267,6 +267,12 @@ export class Shadow extends ShadowBase {
     return this.GetDeviceRecords().map(toDevice);
   }
 
+  /** Whether the device has this point (no point data copied). */
+  HasPoint(id: string, pointName: string): boolean {
+    const d = this.index.get(id);
+    return d !== undefined && this.table.devices[d]!.points.has(pointName);
+  }
+
   /** Ids of every device, sorted (cheap: no point data copied). */
   GetDeviceIds(): string[] {
     return [...this.index.keys()].sort();

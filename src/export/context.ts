@@ -2,17 +2,17 @@
 import type { Clock } from '../core/clock.js';
 import type { EventBus, ShadowEvents } from '../core/events.js';
 import type { DeviceIO } from '../core/io.js';
+import type { DeviceRecord } from '../core/records.js';
 import type { Access, Device, PointType } from '../core/types.js';
 import type { Logger } from '../util/logger.js';
 import type { MqttConfig, ShadowExportConfig } from '../config/types.js';
 
 /** The read side of the shadow the exporters need (structurally the core `Shadow`). */
 export interface ShadowView {
-  GetDevices(): Device[];
+  /** One device with epoch-ms times (no ISO text built), or null. */
+  GetDeviceRecord(id: string): DeviceRecord | null;
   /** Sorted ids, without copying any point data. */
   GetDeviceIds(): string[];
-  /** Go-style: `[device, true]` or `[null, false]`. */
-  GetDevice(id: string): [Device | null, boolean];
   HasDevice(id: string): boolean;
 }
 

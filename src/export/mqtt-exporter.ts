@@ -5,7 +5,7 @@
  */
 import { isGatewayError } from '../core/errors.js';
 import type { ShadowEvents } from '../core/events.js';
-import { ZERO_TIME_ISO, type Device } from '../core/types.js';
+import type { DeviceRecord } from '../core/records.js';
 import type { Principal } from './auth.js';
 import type { ExportContext } from './context.js';
 import { discoveryMessages, haId, type HaPointInfo } from './homeassistant.js';
@@ -30,11 +30,11 @@ type Pending =
 // A flood of `set` messages must not pile up pending writes without bound.
 const MAX_PENDING_SETS = 64;
 
-export function statePayload(dev: Device): StatePayload {
+export function statePayload(dev: DeviceRecord): StatePayload {
   const out: StatePayload = {};
-  for (const [name, p] of Object.entries(dev.points)) out[name] = p.value;
+  for (const p of dev.points) out[p.name] = p.value;
   out.online = dev.online;
-  out.updated_at = dev.updatedAt === ZERO_TIME_ISO ? '0001-01-01 00:00:00' : localTime(Date.parse(dev.updatedAt));
+  out.updated_at = dev.updatedAt === 0 ? '0001-01-01 00:00:00' : localTime(dev.updatedAt);
   return out;
 }
 
@@ -137,22 +137,21 @@ export class MqttExporter {
     return { ...this.counters, pendingSets: this.pendingSets };
   }
 
-  private publishState(id: string): void {
-    const [dev] = this.ctx.shadow.GetDevice(id);
+  private publishState(id: string, dev = this.ctx.shadow.GetDeviceRecord(id)): void {
     if (!dev || !topicSafeDeviceId(id)) return;
     this.counters.states++;
     this.publish(this.topics.state(id), JSON.stringify(statePayload(dev)), true);
   }
 
   private publishDevice(id: string): void {
-    const [dev] = this.ctx.shadow.GetDevice(id);
+    const dev = this.ctx.shadow.GetDeviceRecord(id);
     if (!dev || !topicSafeDeviceId(id)) return;
-    this.publishState(id);
+    this.publishState(id, dev);
     this.publish(this.topics.availability(id), dev.online ? 'online' : 'offline', true);
     this.publishDiscovery(dev);
   }
 
-  publishDiscovery(dev: Device): void {
+  publishDiscovery(dev: { id: string; modelName: string }): void {
     const ha = this.ha;
     if (!ha || !topicSafeDeviceId(dev.id)) return;
     const msgs = discoveryMessages({
@@ -172,7 +171,10 @@ export class MqttExporter {
 
   /** Home Assistant announces itself on `<prefix>/status`: send the configs again, as zigbee2mqtt does. */
   republishDiscovery(): void {
-    for (const dev of this.ctx.shadow.GetDevices()) this.publishDiscovery(dev);
+    for (const id of this.ctx.shadow.GetDeviceIds()) {
+      const dev = this.ctx.shadow.GetDeviceRecord(id);
+      if (dev) this.publishDiscovery(dev);
+    }
   }
 
   private clearDevice(id: string): void {

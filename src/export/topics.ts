@@ -3,6 +3,7 @@
  * built and parsed here, with the payload type it carries. Nothing else in the gateway concatenates topics.
  */
 import type { Value } from '../core/types.js';
+import { localTimeText } from '../util/local-time.js';
 
 /** `<base>/<device>` retained, on change. Extra keys: one per point. */
 export interface StatePayload {
@@ -117,9 +118,4 @@ export function topicSafeDeviceId(id: string): boolean {
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in local time, as the REST model prints times. */
-export function localTime(ms: number): string {
-  if (!Number.isFinite(ms)) return '';
-  const d = new Date(ms);
-  const p = (n: number): string => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
-}
+export const localTime = (ms: number): string => (Number.isFinite(ms) ? localTimeText(ms) : '');

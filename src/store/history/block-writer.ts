@@ -26,13 +26,7 @@ export class BlockWriter {
   /** Numeric samples of one series, any order; split where one block's u32 offsets cannot span the times. */
   addNum(series: number, ts: readonly number[], val: readonly number[]): void {
     for (const idx of groupsByRange(ts)) {
-      let min = Infinity;
-      let max = -Infinity;
-      for (const i of idx) {
-        const t = ts[i]!;
-        if (t < min) min = t;
-        if (t > max) max = t;
-      }
+      const [min, max] = timeRange(ts, idx);
       const payload = idx.length * NUM_RECORD;
       const buf = Buffer.allocUnsafe(HEADER_BYTES + payload);
       let p = HEADER_BYTES;
@@ -49,13 +43,7 @@ export class BlockWriter {
   /** Text samples of one series (already clamped to MAX_STR_BYTES). */
   addStr(series: number, ts: readonly number[], val: readonly string[]): void {
     for (const idx of groupsByRange(ts)) {
-      let min = Infinity;
-      let max = -Infinity;
-      for (const i of idx) {
-        const t = ts[i]!;
-        if (t < min) min = t;
-        if (t > max) max = t;
-      }
+      const [min, max] = timeRange(ts, idx);
       const payload = strPayloadBytes(idx.map((i) => val[i]!));
       const buf = Buffer.allocUnsafe(HEADER_BYTES + payload);
       let p = HEADER_BYTES;
@@ -130,4 +118,16 @@ function groupsByRange(ts: readonly number[]): number[][] {
   }
   if (cur.length) groups.push(cur);
   return groups;
+}
+
+/** Oldest and newest time among the samples `idx` of `ts`. */
+function timeRange(ts: readonly number[], idx: readonly number[]): [number, number] {
+  let min = Infinity;
+  let max = -Infinity;
+  for (const i of idx) {
+    const t = ts[i]!;
+    if (t < min) min = t;
+    if (t > max) max = t;
+  }
+  return [min, max];
 }

@@ -1,4 +1,5 @@
 /** Time parameters as users type them, and the local time text the REST API prints. */
+import { localTimeTextMs } from '../../util/local-time.js';
 
 const LOCAL_RE = /^(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?)?$/;
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$/i;
@@ -28,11 +29,5 @@ export function parseTimeText(text: string): number | null {
   return Number.isFinite(t) ? t : null;
 }
 
-const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
-
 /** `YYYY-MM-DD HH:MM:SS.mmm` in the gateway's local time zone. */
-export function formatLocalMs(ts: number): string {
-  const d = new Date(ts);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:`
-    + `${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
-}
+export const formatLocalMs = localTimeTextMs;
