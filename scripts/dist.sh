@@ -7,8 +7,10 @@
 #                         runtime dependencies; no sources, headers or build files
 #   dist/config/schema.json, board/{models,boards,examples}   files the code reads at run time
 #   systemd/, scripts/install.sh, docs/, package.json        what install.sh and users need
-# Needs `make build` first (it bundles dist/, the tsc output). DIST_REQUIRE_ARM64=1 fails the build
-# unless every native addon has a linux-arm64 binary (epoll has none until it is cross-compiled).
+# Needs `make build` first (it bundles dist/, the tsc output). The tree is for a Pi: onoff's epoll,
+# which has no prebuilds, is cross-compiled for arm64 (g++-aarch64-linux-gnu, Node 20's headers), and
+# the build fails unless every native addon has a linux-arm64 binary. DIST_ARCH=host keeps this
+# machine's own epoll build instead (a tree for the build machine itself).
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -98,20 +100,43 @@ for (const rel of [...seen.keys()].sort()) copy(path.join(root, rel), path.join(
 console.log(`natives: ${[...seen.keys()].map((r) => r.replace(/^node_modules\//, '')).join(', ')}`);
 EOF
 
-# Which native binaries the tree holds, per architecture; the arm64 ones are what a Pi needs.
+# onoff's epoll ships no prebuilds. For a Pi it is cross-compiled against Node's headers for the
+# image's Node major: the addon uses nan (V8's C++ API), so it binds to one NODE_MODULE_VERSION, and
+# the build machine's headers serve only when its Node has the same one (Debian trixie: Node 20, 115).
+TARGET_ABI=${TARGET_NODE_ABI:-115}
+if [ "${DIST_ARCH:-arm64}" = arm64 ]; then
+  host_abi=$(node -p process.versions.modules)
+  [ "$host_abi" = "$TARGET_ABI" ] || { echo "dist.sh: epoll for arm64 needs Node headers with ABI $TARGET_ABI (Node 20); this node has $host_abi" >&2; exit 1; }
+  command -v aarch64-linux-gnu-g++ >/dev/null || { echo "dist.sh: aarch64-linux-gnu-g++ missing (apt-get install g++-aarch64-linux-gnu)" >&2; exit 1; }
+  GYP=$(npm root -g 2>/dev/null)/npm/node_modules/node-gyp/bin/node-gyp.js
+  [ -f "$GYP" ] || { echo "dist.sh: node-gyp not found at $GYP" >&2; exit 1; }
+  # Built inside the checkout so binding.gyp's require('nan') resolves from node_modules/.
+  cp -r node_modules/epoll "$STAGE/epoll" && rm -rf "$STAGE/epoll/build"
+  NODEDIR=$(dirname "$(dirname "$(command -v node)")")
+  [ -f "$NODEDIR/include/node/node.h" ] || NODEDIR=/usr
+  (cd "$STAGE/epoll" && CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar \
+    node "$GYP" rebuild --arch=arm64 --nodedir="$NODEDIR" >"../epoll-build.log" 2>&1) \
+    || { cat "$STAGE/epoll-build.log" >&2; echo "dist.sh: epoll cross-build failed" >&2; exit 1; }
+  rm -rf "$OUT/node_modules/epoll/build"
+  mkdir -p "$OUT/node_modules/epoll/build/Release"
+  cp "$STAGE/epoll/build/Release/epoll.node" "$OUT/node_modules/epoll/build/Release/epoll.node"
+fi
+
+# Which native binaries the tree holds; a Pi needs the arm64 ones (ELF e_machine 183 = AArch64).
+elf_machine() { node -e 'const b=require("fs").readFileSync(process.argv[1]); console.log(b.readUInt16LE(18))' "$1" 2>/dev/null; }
 arm64=yes
 if ls "$OUT"/node_modules/@serialport/bindings-cpp/prebuilds/linux-arm64/*glibc.node >/dev/null 2>&1; then
   echo "arm64: @serialport/bindings-cpp prebuild present"
 else
   echo "arm64: @serialport/bindings-cpp prebuild MISSING"; arm64=no
 fi
-if file -L "$OUT"/node_modules/epoll/build/Release/epoll.node 2>/dev/null | grep -q aarch64; then
-  echo "arm64: epoll present"
+if [ "$(elf_machine "$OUT/node_modules/epoll/build/Release/epoll.node")" = 183 ]; then
+  echo "arm64: epoll present (cross-compiled, NODE_MODULE_VERSION $TARGET_ABI)"
 else
-  echo "arm64: epoll MISSING (only a $(uname -m) build; cross-compile it against the target Node's headers for GPIO)"; arm64=no
+  echo "arm64: epoll MISSING (DIST_ARCH=host: this machine's $(uname -m) build)"; arm64=no
 fi
-if [ "$arm64" = no ] && [ "${DIST_REQUIRE_ARM64:-0}" = 1 ]; then
-  echo "dist.sh: arm64 natives missing (DIST_REQUIRE_ARM64=1)" >&2; exit 1
+if [ "$arm64" = no ] && [ "${DIST_ARCH:-arm64}" = arm64 ]; then
+  echo "dist.sh: arm64 natives missing" >&2; exit 1
 fi
 
 TAR=$(dirname "$OUT")/shadowgate-$VERSION.tar.gz

@@ -69,6 +69,25 @@ skip('security exposure is at most 2.5 (systemd-analyze security --offline --thr
   assert.is.not(tight.code, 0, 'a threshold below the score must fail');
 });
 
+// The SD image's own units and the gateway's image drop-in (scripts/image/rootfs). The image build
+// verifies them again inside the arm64 rootfs with the target's systemd; this runs without the image.
+skip('systemd-analyze verify prints nothing for the image units and the drop-in', async () => {
+  const img = 'scripts/image/rootfs';
+  await mkdir(path.join(root, 'usr/lib/shadowgate'), { recursive: true });
+  for (const f of ['grow-data', 'ssh-host-keys']) {
+    await writeFile(path.join(root, 'usr/lib/shadowgate', f), '#!/bin/sh\n');
+    await chmod(path.join(root, 'usr/lib/shadowgate', f), 0o755);
+  }
+  for (const u of ['shadowgate-boot-config.service', 'shadowgate-growdata.service']) {
+    await cp(path.join(img, 'usr/lib/systemd/system', u), path.join(root, 'usr/lib/systemd/system', u));
+  }
+  await cp(path.join(img, 'etc/systemd/system/shadowgate.service.d'), path.join(root, 'etc/systemd/system/shadowgate.service.d'), { recursive: true });
+  await writeFile(path.join(root, 'etc/systemd/system/shadowgate.service'), await readFile(UNIT, 'utf8'));
+  const r = await run(analyze!, ['verify', `--root=${root}`, 'shadowgate.service', 'shadowgate-boot-config.service', 'shadowgate-growdata.service']);
+  await rm(path.join(root, 'etc/systemd/system/shadowgate.service.d'), { recursive: true });
+  assert.is((r.stdout + r.stderr).trim(), '');
+});
+
 test('the unit keeps the properties the gateway relies on', async () => {
   const text = await readFile(UNIT, 'utf8');
   const has = (line: string): void => assert.ok(text.split('\n').includes(line), `missing ${line}`);

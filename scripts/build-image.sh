@@ -1,0 +1,251 @@
+#!/bin/bash
+# `make image`: a bootable arm64 SD image for Raspberry Pi 3/4/Zero 2 W/CM4, built as root from
+# Debian packages only (no Docker, no loop or vfat mounts; docs/deploy.md). Output:
+#   build/shadowgate-<version>-arm64.img.zst and .sha256   the image to flash
+#   build/image/shadowgate.img                             the same image uncompressed (image test)
+# Steps: 1 base rootfs (debootstrap + kernel + firmware + nodejs under qemu-user; cached as
+# build/image/base-<key>.tar.zst, the key hashing everything that goes into it), 2 the gateway from
+# `make dist` plus scripts/image/rootfs, 3 partitions assembled with mkfs -d / mcopy / sfdisk / dd.
+# Env: SUITE (trixie), MIRROR and SECURITY_MIRROR (default: the host's apt sources), NO_CACHE=1,
+# IMAGE_COMPRESS=0 (skip the .zst). Needs: scripts/image/host-deps.sh installed, `make dist` done.
+# `build-image.sh check` only runs the host checks; `build-image.sh base` stops after step 1.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+TOP=$PWD
+SUITE=${SUITE:-trixie}
+WORK=$TOP/build/image
+R=$WORK/rootfs
+DIST=$TOP/build/shadowgate
+VERSION=$(node -p 'require("./package.json").version')
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+
+log() { printf '[build-image %(%T)T] %s\n' -1 "$*"; }
+die() { echo "build-image: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot need it)"
+
+host_mirror() {
+  # The host's own Debian mirror (deb822 sources first, then the one-line format).
+  local pat=$1 f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && awk -v p="$pat" '/^URIs:/ && $2 ~ p { print $2; exit }' "$f"
+  done | head -n1
+  grep -hs '^deb ' /etc/apt/sources.list | awk -v p="$pat" '$2 ~ p { print $2; exit }' || true
+}
+MIRROR=${MIRROR:-$(host_mirror 'debian/?$' | head -n1)}
+SECURITY_MIRROR=${SECURITY_MIRROR:-$(host_mirror 'security' | head -n1)}
+[ -n "$MIRROR" ] || die "no Debian mirror found in the host's apt sources; set MIRROR="
+SECURITY_MIRROR=${SECURITY_MIRROR:-${MIRROR%/debian}/debian-security}
+
+# ---------------------------------------------------------------- host checks
+preflight() {
+  local need
+  for need in debootstrap chroot mkfs.ext4 mkfs.vfat mcopy sfdisk zstd update-binfmts; do
+    command -v "$need" >/dev/null || die "$need missing: run scripts/image/host-deps.sh"
+  done
+  # binfmt_misc starts unmounted on some hosts; arm64 binaries in the chroot need it.
+  if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || die "cannot mount binfmt_misc"
+  fi
+  update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || die "binfmt for qemu-aarch64 not registered"
+  local free
+  free=$(df -Pm "$TOP/build" 2>/dev/null | awk 'NR==2 { print $4 }')
+  [ "${free:-0}" -ge 4000 ] || die "need 4 GB free under build/ (have ${free:-0} MB)"
+}
+
+MOUNTED=()
+chroot_mounts() {
+  local m
+  for m in proc sys dev dev/pts; do
+    mkdir -p "$R/$m"
+    case $m in
+      proc) mount -t proc proc "$R/proc" ;;
+      sys) mount -t sysfs sys "$R/sys" ;;
+      dev) mount --bind /dev "$R/dev" ;;
+      dev/pts) mount -t devpts devpts "$R/dev/pts" ;;
+    esac
+    MOUNTED=("$R/$m" "${MOUNTED[@]}")
+  done
+}
+cleanup() {
+  local m
+  for m in "${MOUNTED[@]}"; do umount -l "$m" 2>/dev/null || true; done
+  MOUNTED=()
+}
+trap cleanup EXIT INT TERM
+
+# Every chroot command runs with a clean environment (host variables such as NODE_EXTRA_CA_CERTS
+# would leak in otherwise).
+in_root() { chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+  DEBIAN_FRONTEND=noninteractive "$@"; }
+
+# ---------------------------------------------------------------- 1. base rootfs
+PACKAGES=(
+  systemd-sysv udev kmod busybox initramfs-tools zstd overlayroot
+  linux-image-arm64 raspi-firmware firmware-brcm80211
+  nodejs
+  systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant cloud-guest-utils
+  ca-certificates nano less
+)
+BASE_FILES=(scripts/build-image.sh scripts/image/base)
+base_key() {
+  { echo "$SUITE ${PACKAGES[*]}"; find "${BASE_FILES[@]}" -type f | LC_ALL=C sort | xargs sha256sum; } \
+    | sha256sum | cut -c1-16
+}
+
+build_base() {
+  log "debootstrap $SUITE arm64 from $MIRROR"
+  debootstrap --arch=arm64 --variant=minbase --components=main,non-free-firmware \
+    --include=ca-certificates "$SUITE" "$R" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 \
+    || { tail -n 30 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log: $WORK/debootstrap.log)"; }
+  cat >"$R/etc/apt/sources.list.d/debian.sources" <<SRC
+Types: deb
+URIs: $MIRROR
+Suites: $SUITE $SUITE-updates
+Components: main non-free-firmware
+
+Types: deb
+URIs: $SECURITY_MIRROR
+Suites: $SUITE-security
+Components: main non-free-firmware
+SRC
+  rm -f "$R/etc/apt/sources.list"
+  # No service starts inside the build chroot.
+  printf '#!/bin/sh\nexit 101\n' >"$R/usr/sbin/policy-rc.d"; chmod 755 "$R/usr/sbin/policy-rc.d"
+  # initramfs, overlayroot and raspi-firmware settings go in before the kernel, so its initramfs
+  # is generated once with them (MODULES=list: `most` takes ~10 min per initramfs under qemu).
+  cp -a "$TOP/scripts/image/base/." "$R/"
+  chroot_mounts
+  log "apt: ${PACKAGES[*]}"
+  in_root apt-get update -qq >"$WORK/apt.log" 2>&1 || { tail -n 30 "$WORK/apt.log" >&2; die "apt-get update failed"; }
+  in_root apt-get install -y -q --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${PACKAGES[@]}" >>"$WORK/apt.log" 2>&1 \
+    || { tail -n 40 "$WORK/apt.log" >&2; die "apt-get install failed (log: $WORK/apt.log)"; }
+  in_root apt-get clean
+  rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/*.bin
+  cleanup
+}
+
+base_rootfs() {
+  local key cache
+  key=$(base_key)
+  cache=$WORK/base-$SUITE-$key.tar.zst
+  rm -rf "$R"; mkdir -p "$R"
+  if [ -f "$cache" ] && [ "${NO_CACHE:-0}" != 1 ]; then
+    log "base rootfs from cache $(basename "$cache")"
+    tar -C "$R" --zstd -xpf "$cache"
+    return
+  fi
+  local t0=$SECONDS
+  build_base
+  log "base rootfs built in $((SECONDS - t0)) s; caching"
+  rm -f "$WORK"/base-"$SUITE"-*.tar.zst
+  tar -C "$R" --zstd --numeric-owner -cpf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+}
+
+# ---------------------------------------------------------------- 2. the gateway
+install_app() {
+  [ -f "$DIST/shadowgate.mjs" ] || die "$DIST missing: run 'make dist' first"
+  [ "$(od -An -tu2 -j18 -N2 "$DIST/node_modules/epoll/build/Release/epoll.node" | tr -d ' ')" = 183 ] \
+    || die "$DIST has no arm64 epoll (make dist cross-compiles it)"
+  log "installing the gateway"
+  NODE=/usr/bin/node sh "$DIST/scripts/install.sh" --root "$R" --no-node-check >"$WORK/install.log" 2>&1 \
+    || { cat "$WORK/install.log" >&2; die "install.sh failed"; }
+  # The image keeps its config on the data partition (written by shadowgate-boot-config).
+  rm -rf "$R/etc/shadowgate"
+  cp -a "$TOP/scripts/image/rootfs/." "$R/"
+  chmod 755 "$R/usr/lib/shadowgate/"*
+  # What `systemctl enable` does, by hand (the units' [Install] sections name these targets).
+  local pair unit target
+  for pair in shadowgate-boot-config.service:multi-user shadowgate-growdata.service:local-fs \
+    systemd-networkd.service:multi-user systemd-resolved.service:multi-user \
+    systemd-timesyncd.service:sysinit ssh.service:multi-user; do
+    unit=${pair%%:*}; target=${pair#*:}.target
+    [ -f "$R/usr/lib/systemd/system/$unit" ] || die "unit $unit missing from the rootfs"
+    mkdir -p "$R/etc/systemd/system/$target.wants"
+    ln -sfn "/usr/lib/systemd/system/$unit" "$R/etc/systemd/system/$target.wants/$unit"
+  done
+  # Debian's sshd-keygen runs on every "first boot", and on a RAM-overlay root every boot is one:
+  # it would make throwaway keys in /etc/ssh each time. The image's keys are on /data instead.
+  ln -sf /dev/null "$R/etc/systemd/system/sshd-keygen.service"
+  chroot_mounts
+  in_root systemd-sysusers >/dev/null
+  # The arm64 natives and the bundle, run under qemu-user with the image's own node.
+  in_root node -e "require('/opt/shadowgate/node_modules/epoll'); require('/opt/shadowgate/node_modules/@serialport/bindings-cpp')" \
+    || die "arm64 native addons do not load with the image's node"
+  in_root node /opt/shadowgate/shadowgate.mjs check-config /usr/share/shadowgate/shadowgate.json >/dev/null \
+    || die "the default boot config does not validate"
+  # `systemd-analyze verify` inside the chroot (the target's systemd); any output is a failure.
+  local out
+  out=$(in_root systemd-analyze verify shadowgate.service shadowgate-boot-config.service \
+    shadowgate-growdata.service 2>&1 || true)
+  [ -z "$out" ] || die "systemd-analyze verify: $out"
+  cleanup
+  # Hygiene: identity and keys are made on the device.
+  : >"$R/etc/machine-id"; rm -f "$R/var/lib/dbus/machine-id" "$R"/etc/ssh/ssh_host_*
+  rm -f "$R/etc/resolv.conf"; ln -s ../run/systemd/resolve/stub-resolv.conf "$R/etc/resolv.conf"
+  rm -f "$R/usr/sbin/policy-rc.d"
+  echo shadowgate >"$R/etc/hostname"
+  printf 'shadowgate %s (%s) built %s\n' "$VERSION" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+    "$(date -u -d "@$SOURCE_DATE_EPOCH" +%F)" >"$R/etc/shadowgate-image"
+}
+
+# ---------------------------------------------------------------- 3. the disk image
+MiB=$((1024 * 1024))
+assemble() {
+  local boot=$WORK/bootfs data=$WORK/datafs img=$WORK/shadowgate.img
+  log "assembling"
+  # /boot/firmware is its own FAT partition: move its files out of the root tree.
+  rm -rf "$boot" "$data"; mkdir -p "$boot" "$data"/{shadowgate,config,ssh}
+  cp -a "$R/boot/firmware/." "$boot/"
+  find "$R/boot/firmware" -mindepth 1 -delete
+  cp "$R/usr/share/shadowgate/shadowgate.json" "$R/usr/share/shadowgate/shadowgate.example.json" \
+    "$R/usr/share/shadowgate/README.txt" "$boot/"
+  chmod 0700 "$data/ssh" "$data/config"; mkdir -p "$R/data"
+
+  local boot_mb=256 root_mb data_mb=128
+  root_mb=$(( $(du -sm "$R" | cut -f1) * 13 / 10 + 200 ))
+  rm -f "$WORK"/*.part
+  mkfs.vfat -C -F 32 -n RASPIFIRM "$WORK/boot.part" $((boot_mb * 1024)) >/dev/null
+  mcopy -s -p -i "$WORK/boot.part" "$boot"/* ::
+  mkfs.ext4 -q -F -L RASPIROOT -E root_owner=0:0 -d "$R" "$WORK/root.part" "${root_mb}M"
+  mkfs.ext4 -q -F -L SGDATA -E root_owner=0:0 -d "$data" "$WORK/data.part" "${data_mb}M"
+
+  local s1=4 s2 s3 total
+  s2=$((s1 + boot_mb)); s3=$((s2 + root_mb)); total=$((s3 + data_mb + 1))
+  rm -f "$img"; truncate -s "${total}M" "$img"
+  sfdisk --quiet "$img" <<PT
+label: dos
+unit: sectors
+start=$((s1 * MiB / 512)), size=$((boot_mb * MiB / 512)), type=c, bootable
+start=$((s2 * MiB / 512)), size=$((root_mb * MiB / 512)), type=83
+start=$((s3 * MiB / 512)), size=$((data_mb * MiB / 512)), type=83
+PT
+  dd if="$WORK/boot.part" of="$img" bs=1M seek=$s1 conv=notrunc,sparse status=none
+  dd if="$WORK/root.part" of="$img" bs=1M seek=$s2 conv=notrunc,sparse status=none
+  dd if="$WORK/data.part" of="$img" bs=1M seek=$s3 conv=notrunc,sparse status=none
+  rm -f "$WORK"/*.part
+  log "image: $img ($((total)) MiB, $(du -m "$img" | cut -f1) MiB allocated)"
+}
+
+compress() {
+  local out=$TOP/build/shadowgate-$VERSION-arm64.img.zst
+  zstd -q -f -T0 -10 "$WORK/shadowgate.img" -o "$out"
+  (cd "$(dirname "$out")" && sha256sum "$(basename "$out")" >"$(basename "$out").sha256")
+  log "$(basename "$out"): $(du -m "$out" | cut -f1) MiB"
+}
+
+main() {
+  local t0=$SECONDS
+  mkdir -p "$WORK"
+  preflight
+  [ "${1:-}" != check ] || return 0
+  base_rootfs
+  [ "${1:-}" != base ] || { log "base only: done in $((SECONDS - t0)) s"; return; }
+  install_app
+  assemble
+  [ "${IMAGE_COMPRESS:-1}" = 0 ] || compress
+  log "done in $((SECONDS - t0)) s"
+}
+main "$@"

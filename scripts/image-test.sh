@@ -1,0 +1,153 @@
+#!/bin/bash
+# `make image-test` (also run by `make test`): builds the SD image from scratch with `make image`
+# and boots it under qemu-system-aarch64 -M virt with the image's own kernel and initrd, as a user
+# would use it: shadowgate.json on the FAT partition edited first (host name, an SSH key), the card
+# bigger than the image (the data partition must grow), REST reached from the host through
+# forwarded ports, a value written, the config file broken over SSH, a reboot, and the value, the
+# last good config and the API token checked again. The in-image checks come from
+# /usr/lib/shadowgate/selftest, run by the kernel command line as a transient unit that prints
+# "SELFTEST key=value" lines on the serial console.
+# Ends with "image: N passed, N failed, N skipped". When the image cannot be built or booted here
+# (not root, no qemu, no binfmt), every check counts as skipped and the reason is printed.
+# SHADOWGATE_IMAGE_TEST=0 skips it the same way (say so; never a silent pass).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+CHECKS=17
+PASS=0 FAIL=0 SKIP=0
+ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
+bad() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+say() { printf '[image-test %(%T)T] %s\n' -1 "$*"; }
+
+QPID=
+T=
+finish() {
+  if [ -n "$QPID" ] && kill -0 "$QPID" 2>/dev/null; then kill "$QPID"; sleep 1; kill -9 "$QPID" 2>/dev/null; fi
+  [ -z "$T" ] || rm -rf "$T"
+  local done=$((PASS + FAIL + SKIP))
+  [ "$done" -ge "$CHECKS" ] || { SKIP=$((SKIP + CHECKS - done)); echo "SKIP: $((CHECKS - done)) image checks not reached"; }
+  echo "image: $PASS passed, $FAIL failed, $SKIP skipped"
+  [ "$FAIL" = 0 ]
+}
+trap 'finish; exit $?' EXIT
+trap 'exit 130' INT TERM
+skip_all() { echo "SKIP: image test: $*"; exit 0; }
+
+[ "${SHADOWGATE_IMAGE_TEST:-1}" != 0 ] || skip_all "disabled by SHADOWGATE_IMAGE_TEST=0"
+[ "$(id -u)" = 0 ] || skip_all "needs root (debootstrap, chroot)"
+sh scripts/image/host-deps.sh || skip_all "cannot install the host packages (scripts/image/host-deps.sh)"
+command -v qemu-system-aarch64 >/dev/null || skip_all "qemu-system-aarch64 is not installed"
+reason=$(bash scripts/build-image.sh check 2>&1) || skip_all "cannot build here: $reason"
+
+# ------------------------------------------------------------------ build
+t0=$SECONDS
+make --no-print-directory image >/tmp/shadowgate-image-build.$$.log 2>&1
+rc=$?
+build_s=$((SECONDS - t0))
+grep -E '^\[build-image' /tmp/shadowgate-image-build.$$.log
+if [ $rc != 0 ]; then tail -n 40 /tmp/shadowgate-image-build.$$.log; fi
+rm -f /tmp/shadowgate-image-build.$$.log
+IMG=build/image/shadowgate.img
+ZST=$(find build -maxdepth 1 -name "shadowgate-*-arm64.img.zst" | head -n1)
+check "make image builds the image (${build_s} s)" [ $rc = 0 ] && [ -f "$IMG" ] && [ -n "$ZST" ]
+[ $rc = 0 ] || exit 1
+check "the .zst has a matching sha256" sh -c "cd build && sha256sum -c --quiet $(basename "$ZST").sha256"
+echo "# image: $(du -m --apparent-size "$IMG" | cut -f1) MiB raw, $(du -m "$ZST" | cut -f1) MiB compressed, built in ${build_s} s"
+
+# ------------------------------------------------------------------ the card, as a user prepares it
+T=$(mktemp -d /tmp/shadowgate-image-test.XXXXXX)
+cp --sparse=always "$IMG" "$T/card.img"
+truncate -s +768M "$T/card.img"            # a bigger card than the image: the data partition grows
+FAT="$T/card.img@@4M"                        # partition 1 starts at 4 MiB (build-image.sh)
+ssh-keygen -q -t ed25519 -N '' -C image-test -f "$T/id"
+mcopy -i "$FAT" ::shadowgate.json "$T/shadowgate.json"
+node -e '
+  const fs = require("fs");
+  const [file, key] = process.argv.slice(1);
+  const c = JSON.parse(fs.readFileSync(file, "utf8"));
+  c.system = { ...c.system, hostname: "sg-test", ssh_authorized_keys: [fs.readFileSync(key, "utf8").trim()] };
+  fs.writeFileSync(file, JSON.stringify(c, null, 2));
+' "$T/shadowgate.json" "$T/id.pub"
+mcopy -o -i "$FAT" "$T/shadowgate.json" ::shadowgate.json
+# The image's own kernel and initrd, named in the config.txt raspi-firmware wrote.
+mcopy -i "$FAT" ::config.txt "$T/config.txt"
+kernel=$(awk -F= '$1 == "kernel" { print $2 }' "$T/config.txt")
+initrd=$(awk '$1 == "initramfs" { print $2 }' "$T/config.txt")
+if ! mcopy -i "$FAT" "::$kernel" "$T/vmlinuz" || ! mcopy -i "$FAT" "::$initrd" "$T/initrd"; then
+  bad "kernel $kernel / initrd $initrd on the FAT partition"; exit 1
+fi
+
+free_port() { node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
+HP=$(free_port); SP=$(free_port)
+CONSOLE=$T/console.log
+say "booting (kernel $kernel, REST on 127.0.0.1:$HP, SSH on 127.0.0.1:$SP)"
+boot_t0=$SECONDS
+qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 -display none -monitor none -no-user-config \
+  -kernel "$T/vmlinuz" -initrd "$T/initrd" \
+  -append 'root=LABEL=RASPIROOT rootwait console=ttyAMA0 systemd.run="/usr/lib/shadowgate/selftest --console" systemd.run_success_action=none systemd.run_failure_action=none' \
+  -drive "file=$T/card.img,format=raw,if=virtio" \
+  -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$HP-:8081,hostfwd=tcp:127.0.0.1:$SP-:22" -device virtio-net-pci,netdev=net0 \
+  -serial "file:$CONSOLE" &
+QPID=$!
+
+# Waits until the console shows the selftest's "done" line for the Nth time (N-th boot).
+wait_selftest() {
+  local n=$1 limit=$2 start=$SECONDS
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
+    [ "$(grep -c 'SELFTEST done' "$CONSOLE" 2>/dev/null)" -ge "$n" ] && return 0
+    kill -0 "$QPID" 2>/dev/null || return 1
+    sleep 2
+  done
+  return 1
+}
+# The value of "SELFTEST key=..." from the Nth boot.
+fact() { grep -a "SELFTEST $2=" "$CONSOLE" | sed -n "${1}p" | sed "s/.*SELFTEST $2=//" | tr -d '\r'; }
+api() { curl -sS -m 20 "$@"; }
+ssh_vm() { ssh -q -i "$T/id" -p "$SP" -o StrictHostKeyChecking=no -o UserKnownHostsFile="$T/known_hosts" \
+  -o ConnectTimeout=20 -o BatchMode=yes root@127.0.0.1 "$@"; }
+show_console() { echo "--- last console lines"; tail -n 40 "$CONSOLE" | tr -d '\r'; echo "---"; }
+
+if ! wait_selftest 1 480; then bad "first boot reaches the selftest"; show_console; exit 1; fi
+boot1_s=$((SECONDS - boot_t0))
+grep -a 'SELFTEST' "$CONSOLE" | tr -d '\r' | sed 's/^/# boot 1: /'
+check "first boot: shadowgate is active (${boot1_s} s from power-on to selftest)" [ "$(fact 1 shadowgate)" = active ]
+check "first boot: root is the read-only overlay" [ "$(fact 1 root)" = overlay ] && [ "$(fact 1 root_lower)" = ro ]
+check "first boot: the service runs as shadowgate, exposure $(fact 1 exposure) <= 2.5" \
+  [ "$(fact 1 user)" = shadowgate ] && awk -v e="$(fact 1 exposure)" 'BEGIN { exit !(e != "" && e <= 2.5) }'
+check "first boot: host name from shadowgate.json" [ "$(fact 1 hostname)" = sg-test ]
+data_mb=$(fact 1 data | sed 's/.*,\([0-9]*\)MB/\1/')
+check "first boot: the data partition grew to the card (${data_mb} MB)" [ "${data_mb:-0}" -gt 600 ]
+check "first boot: REST answers inside the image" [ "$(fact 1 rest)" = 200/healthy ]
+
+health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
+check "REST from the host: health with boot_config ok" \
+  node -e 'const h = JSON.parse(process.argv[1]); process.exit(h.success && h.data.checks.boot_config?.ok === true ? 0 : 1)' "$health"
+token=$(ssh_vm cat /data/config/api-token)
+check "SSH with the key from shadowgate.json; a token was generated" [ ${#token} -ge 24 ]
+unauth=$(api -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=23.5")
+write=$(api -H "Authorization: Bearer $token" -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=23.5")
+check "a write needs the token (without: $unauth); with it: written" \
+  [ "$unauth" = 401 ] && node -e 'process.exit(JSON.parse(process.argv[1]).success ? 0 : 1)' "$write"
+
+# Break the config the way a typo on a PC would, then reboot.
+ssh_vm 'mount -o remount,rw /boot/firmware && printf "{ \"gateway\": { \"id\": 42 } }\n" > /boot/firmware/shadowgate.json && sync && systemctl reboot'
+say "rebooting with a broken shadowgate.json"
+if ! wait_selftest 2 360; then bad "second boot reaches the selftest"; show_console; exit 1; fi
+grep -a 'SELFTEST' "$CONSOLE" | tr -d '\r' | sed -n '/SELFTEST done/,$p' | sed 1d | sed 's/^/# boot 2: /'
+check "after reboot: shadowgate is active on the last good config" [ "$(fact 2 shadowgate)" = active ] && [ "$(fact 2 hostname)" = sg-test ]
+check "after reboot: boot_config reports the invalid file" [ "$(fact 2 boot_config)" = false/last-good ]
+value=$(api "http://127.0.0.1:$HP/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint")
+check "after reboot: the value written before it is still there" \
+  node -e 'const r = JSON.parse(process.argv[1]); process.exit(r.data?.value === 23.5 || r.data === 23.5 ? 0 : 1)' "$value"
+health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
+check "after reboot: /health/shadow is degraded and names the problem (gateway.id)" \
+  node -e 'const h = JSON.parse(process.argv[1]).data; process.exit(h.status === "degraded" && h.checks.boot_config?.ok === false && JSON.stringify(h.checks.boot_config.problems).includes("gateway") ? 0 : 1)' "$health"
+token2=$(ssh_vm cat /data/config/api-token)
+check "after reboot: the same API token" [ -n "$token2" ] && [ "$token2" = "$token" ]
+
+ssh_vm 'systemctl poweroff' || true
+i=0; while kill -0 "$QPID" 2>/dev/null && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
+stopped=no; kill -0 "$QPID" 2>/dev/null || stopped=yes
+check "poweroff: shadowgate stopped cleanly and the VM powered off" [ $stopped = yes ] && \
+  ! grep -aq 'shadowgate.service: State .* timed out\|Failed with result .timeout' "$CONSOLE"
+echo "# figures: build ${build_s} s; boot 1 to selftest ${boot1_s} s; gateway ready $(fact 1 boot_to_ready_ms) ms after kernel start (start-to-ready $(fact 1 start_to_ready_ms) ms), exposure $(fact 1 exposure)"
