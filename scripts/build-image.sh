@@ -85,7 +85,7 @@ PACKAGES=(
   systemd-sysv udev kmod busybox initramfs-tools zstd overlayroot
   linux-image-arm64 raspi-firmware firmware-brcm80211
   nodejs
-  systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant cloud-guest-utils
+  systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant fdisk
   ca-certificates nano less
 )
 BASE_FILES=(scripts/build-image.sh scripts/image/base)
@@ -202,7 +202,11 @@ assemble() {
   find "$R/boot/firmware" -mindepth 1 -delete
   cp "$R/usr/share/shadowgate/shadowgate.json" "$R/usr/share/shadowgate/shadowgate.example.json" \
     "$R/usr/share/shadowgate/README.txt" "$boot/"
-  chmod 0700 "$data/ssh" "$data/config"; mkdir -p "$R/data"
+  chmod 0700 "$data/ssh"
+  # The gateway (group shadowgate) reads config/config.json; boot-config keeps these modes.
+  chmod 0750 "$data/config"
+  chgrp "$(awk -F: '$1 == "shadowgate" { print $3 }' "$R/etc/group")" "$data/config"
+  mkdir -p "$R/data"
 
   local boot_mb=256 root_mb data_mb=128
   root_mb=$(( $(du -sm "$R" | cut -f1) * 13 / 10 + 200 ))
@@ -239,6 +243,9 @@ compress() {
 main() {
   local t0=$SECONDS
   mkdir -p "$WORK"
+  # One build at a time: a second one would delete the rootfs under the first.
+  exec 9>"$WORK/.lock"
+  flock -n 9 || die "another image build is running (lock $WORK/.lock)"
   preflight
   [ "${1:-}" != check ] || return 0
   base_rootfs

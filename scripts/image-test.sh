@@ -138,7 +138,7 @@ check "after reboot: shadowgate is active on the last good config" [ "$(fact 2 s
 check "after reboot: boot_config reports the invalid file" [ "$(fact 2 boot_config)" = false/last-good ]
 value=$(api "http://127.0.0.1:$HP/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint")
 check "after reboot: the value written before it is still there" \
-  node -e 'const r = JSON.parse(process.argv[1]); process.exit(r.data?.value === 23.5 || r.data === 23.5 ? 0 : 1)' "$value"
+  node -e 'const d = JSON.parse(process.argv[1]).data; process.exit(d?.value === 23.5 && d?.write_value === 23.5 ? 0 : 1)' "$value"
 health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
 check "after reboot: /health/shadow is degraded and names the problem (gateway.id)" \
   node -e 'const h = JSON.parse(process.argv[1]).data; process.exit(h.status === "degraded" && h.checks.boot_config?.ok === false && JSON.stringify(h.checks.boot_config.problems).includes("gateway") ? 0 : 1)' "$health"

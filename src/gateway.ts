@@ -43,6 +43,8 @@ export interface Gateway {
 export interface GatewayOptions {
   log: Logger;
   clock?: Clock;
+  /** boot-config's status (read once by the caller), shown in /health/shadow as `checks.boot_config`. */
+  bootStatus?: Record<string, unknown>;
 }
 
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
@@ -151,7 +153,10 @@ async function build(config: GatewayConfig, opts: GatewayOptions, stops: Stop[])
   // 4. REST, and the WebSocket event stream on the same server (same auth as REST reads).
   const checkAuth = createAuth(config.http.auth);
   const health = (): ReturnType<typeof buildHealth> =>
-    buildHealth({ shadow, persister, drivers, buses: config.buses, extra: { mqtt: exporter.stats(), history: history.stats() } });
+    buildHealth({
+      shadow, persister, drivers, buses: config.buses, extra: { mqtt: exporter.stats(), history: history.stats() },
+      ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
+    });
   const http = await startHttp(
     {
       shadow, io, http: config.http, log: log.child({ part: 'http' }), health,

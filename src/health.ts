@@ -4,7 +4,6 @@ import type { BusConfig } from './config/types.js';
 import type { Shadow } from './core/shadow.js';
 import type { Driver } from './drivers/types.js';
 
-
 export interface HealthInputs {
   shadow: Shadow;
   persister: { stats(): { lastSaveAt: number; lastError: string | null; saves: number; seq: number } };
@@ -12,15 +11,19 @@ export interface HealthInputs {
   buses: readonly BusConfig[];
   /** Other parts' figures (MQTT, history), shown as they are. */
   extra?: Record<string, unknown>;
+  /** boot-config's status.json (src/boot-status.ts), shown as `boot_config`; `ok: false` degrades the report. */
+  bootStatus?: Record<string, unknown>;
 }
 
-export function buildHealth({ shadow, persister, drivers, buses, extra = {} }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persister, drivers, buses, extra = {}, bootStatus }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const persist = persister.stats();
   const missingBuses = buses.filter((b) => !drivers.has(b.id)).map((b) => b.id);
   const busStats = Object.fromEntries([...drivers].map(([id, d]) => [id, d.stats?.() ?? {}]));
   let status: HealthReport['status'] = 'healthy';
   if (persist.lastError || missingBuses.length > 0 || stats.onlineDevices < stats.totalDevices) status = 'degraded';
+  // The gateway runs, but not on the config the user last wrote: they need to hear that.
+  if (bootStatus?.ok === false) status = 'degraded';
   if (buses.length > 0 && drivers.size === 0) status = 'unhealthy';
   return {
     status,
@@ -32,6 +35,7 @@ export function buildHealth({ shadow, persister, drivers, buses, extra = {} }: H
       persistence: { ok: !persist.lastError, ...persist },
       buses: { running: [...drivers.keys()], failed: missingBuses, stats: busStats },
       ...extra,
+      ...(bootStatus ? { boot_config: bootStatus } : {}),
       process: { uptimeSeconds: Math.round(process.uptime()), rssBytes: process.memoryUsage.rss() },
     },
   };

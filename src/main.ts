@@ -12,7 +12,8 @@ import { gpioConfigChecker } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
-import { createLogger } from './util/logger.js';
+import { readBootStatus } from './boot-status.js';
+import { createLogger, type Logger } from './util/logger.js';
 import { startSdNotify } from './util/sd-notify.js';
 
 const USAGE = `usage: shadowgate <command> [options]
@@ -23,8 +24,12 @@ const USAGE = `usage: shadowgate <command> [options]
   read|write --bus ID --unit N --table holding --address A --type float32 [--value V] [--word-order little]
                              one-off Modbus I/O without the daemon (stop the gateway first on RTU)
   hash-password [--password P]  print a password_hash for mqtt.users (reads the password from stdin)
+  boot-config [--source FILE] [--dir DIR] [--fallback FILE] [--root DIR]
+                             SD image, at boot: validate and store the boot partition's config, apply host name,
+                             Wi-Fi and SSH keys (boot-config --help for the defaults)
 
-environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADOWGATE_MQTT_PORT, SHADOWGATE_MQTT_WS_PORT`;
+environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADOWGATE_MQTT_PORT, SHADOWGATE_MQTT_WS_PORT,
+  SHADOWGATE_BOOT_STATUS (boot-config's status.json, shown by run as checks.boot_config in /health/shadow)`;
 
 const DEFAULT_CONFIG = '/etc/shadowgate/config.json';
 
@@ -43,15 +48,25 @@ async function loadOrExplain(file: string): Promise<Awaited<ReturnType<typeof lo
   }
 }
 
+/** boot-config's status, read once at start: it changes only at the next boot. */
+async function loadBootStatus(log: Logger): Promise<Record<string, unknown> | undefined> {
+  const file = process.env.SHADOWGATE_BOOT_STATUS?.trim();
+  if (!file) return undefined;
+  const { status, problem } = await readBootStatus(file);
+  if (problem) log.warn({ file, problem }, 'boot status not shown in health');
+  return status;
+}
+
 async function run(file: string): Promise<number> {
   const config = await loadOrExplain(file);
   if (!config) return 2;
   const log = createLogger(config.gateway.log_level);
+  const bootStatus = await loadBootStatus(log);
   // systemd Type=notify: READY after start, WATCHDOG from this event loop, STOPPING on shutdown.
   const sd = startSdNotify(log);
   let gateway;
   try {
-    gateway = await startGateway(config, { log });
+    gateway = await startGateway(config, { log, ...(bootStatus ? { bootStatus } : {}) });
   } catch (err) {
     sd.close();
     // Problems only a part can see (export targets, MQTT users) are configuration errors too.
@@ -124,6 +139,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     case 'hash-password':
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));
+    case 'boot-config': {
+      const { runBootConfig } = await import('./cli/boot-config.js');
+      return runBootConfig(rest, (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    }
     case undefined:
     case 'help':
     case '--help':

@@ -13,6 +13,7 @@ import { describeJsonError } from './json.js';
 import { checkModel, isObj } from './model-checks.js';
 import { readModelLibrary, type ModelLibrary } from './models.js';
 import { joinPath } from './path.js';
+import { checkSystem } from './system-checks.js';
 import type { GatewayConfig, ModelConfig, PointConfig, ResolvedDevice } from './types.js';
 import { formatAjvErrors, SCHEMA_URL, validateConfigShape, validateModelShape } from './validator.js';
 
@@ -116,6 +117,7 @@ function validateWithLibrary(raw: unknown, library: ModelLibrary, env: NodeJS.Pr
   const libraryModels = checkLibrary(library, inline, problems);
   const merged = new Map<string, unknown>([...[...libraryModels].map(([name, m]) => [name, m.raw] as const), ...Object.entries(inline)]);
   problems.push(...checkCrossReferences(cfg, merged));
+  problems.push(...checkSystem(cfg));
 
   // fromEntries defines own properties, so even a model called "__proto__" stays an ordinary entry.
   const models: Record<string, ModelConfig> = Object.fromEntries(
@@ -149,6 +151,17 @@ export function validateConfig(raw: unknown, opts: ValidateOptions = {}): Gatewa
   return validateWithLibrary(raw, library, opts.env ?? process.env, opts.checkers ?? configCheckers);
 }
 
+/** Parses a config file's text (not yet validated). Throws ConfigError for bad JSON, with line and column. */
+export function parseConfigText(text: string): unknown {
+  // Windows editors (the boot partition is FAT) may write a byte-order mark, which JSON.parse refuses.
+  const clean = text.replace(/^\uFEFF/, '');
+  try {
+    return JSON.parse(clean) as unknown;
+  } catch (e) {
+    throw new ConfigError([`(root): ${describeJsonError(clean, e)}`]);
+  }
+}
+
 /** Reads, parses and validates a config file. Throws ConfigError (also for a missing file or bad JSON). */
 export async function loadConfigFile(file: string, opts: LoadOptions = {}): Promise<GatewayConfig> {
   let text: string;
@@ -157,14 +170,7 @@ export async function loadConfigFile(file: string, opts: LoadOptions = {}): Prom
   } catch (e) {
     throw new ConfigError([`(root): cannot read config file ${file}: ${(e as Error).message}`]);
   }
-  // Windows editors (the boot partition is FAT) may write a byte-order mark, which JSON.parse refuses.
-  text = text.replace(/^\uFEFF/, '');
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError([`(root): ${describeJsonError(text, e)}`]);
-  }
+  const raw = parseConfigText(text);
   return validateWithLibrary(raw, readModelLibrary(opts.modelsDir), opts.env ?? process.env, opts.checkers ?? configCheckers);
 }
 

@@ -177,6 +177,23 @@ export interface ShadowExportConfig {
   [key: string]: unknown;
 }
 
+/** Wi-Fi client on wlan0 (see system.wifi in schema.json). */
+export interface WifiConfig {
+  ssid: string;
+  /** Passphrase (8-63 printable ASCII) or 64 hex digits (the derived key). */
+  psk: string;
+  /** ISO 3166 regulatory domain, e.g. "DE". */
+  country: string;
+  hidden: boolean;
+}
+
+/** The SD image's settings, applied by `shadowgate boot-config`; the gateway ignores them. */
+export interface SystemConfig {
+  hostname?: string;
+  wifi?: WifiConfig;
+  ssh_authorized_keys: string[];
+}
+
 export interface GatewayConfig {
   /** data_dir is absolute after loading (a relative one is resolved against the process's cwd). */
   gateway: { id: string; data_dir: string; log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; board?: string };
@@ -192,6 +209,7 @@ export interface GatewayConfig {
   /** Library (board/models/*.json) and inline models merged, by name; `name` defaults to the key. */
   models: Record<string, ModelConfig>;
   devices: DeviceConfig[];
+  system: SystemConfig;
 }
 
 /** A device with its model resolved: what a driver is handed. */

@@ -80,7 +80,14 @@ const PATTERN_TEXT: Record<string, string> = {
   '^[^#+]+$': 'must not contain MQTT wildcards # or +',
   '^(mqtts?|wss?|tcp|tls)://.+': 'must be a broker URL like mqtts://host:8883',
   '^https?://.+': 'must be an http:// or https:// URL',
+  '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$': 'must be a host name: 1-63 letters, digits or -, not starting or ending with -',
+  '^[^\\u0000-\\u001f\\u007f]+$': 'must not contain control characters (newlines, tabs)',
+  '^([ -~]{8,63}|[0-9A-Fa-f]{64})$': 'must be a passphrase of 8-63 printable ASCII characters or 64 hex digits',
+  '^[A-Z]{2}$': 'must be a two-letter country code in capitals, like DE or US',
 };
+
+// Values a problem line must not echo: problems go to the console, the journal and the boot status file.
+const SECRET_PATH = /\/(psk|password|tokens(\/\d+)?)$/;
 
 const shown = (data: unknown): string => {
   const text = JSON.stringify(data);
@@ -117,6 +124,7 @@ function editDistance(a: string, b: string): number {
 function formatError(e: ErrorObject, prefix: string): string | undefined {
   const at = (extra?: string): string => prefix + formatPath(e.instancePath, extra);
   const params = e.params as Record<string, unknown>;
+  const got = SECRET_PATH.test(e.instancePath) ? '' : ` (got ${shown(e.data)})`;
   // "must match then schema" and "property name must be valid" wrap errors that are reported on their own.
   if (e.keyword === 'if' || e.keyword === 'propertyNames') return undefined;
   const named = (message: string): string =>
@@ -131,20 +139,20 @@ function formatError(e: ErrorObject, prefix: string): string | undefined {
       return `${at()}: must not have property "${name}"${hint ? ` (did you mean "${hint}"?)` : ''}`;
     }
     case 'enum':
-      return `${at()}: must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')} (got ${shown(e.data)})`;
+      return `${at()}: must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}${got}`;
     case 'const':
       return `${at()}: must be ${shown(params.allowedValue)}`;
     case 'type':
-      return `${at()}: must be ${String(params.type).split(',').join(' or ')} (got ${shown(e.data)})`;
+      return `${at()}: must be ${String(params.type).split(',').join(' or ')}${got}`;
     case 'pattern': {
       const text = PATTERN_TEXT[String(params.pattern)] ?? `must match ${String(params.pattern)}`;
-      return named(e.propertyName !== undefined ? text : `${text} (got ${shown(e.data)})`);
+      return named(e.propertyName !== undefined ? text : `${text}${got}`);
     }
     case 'minimum':
     case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
-      return `${at()}: ${e.message ?? 'out of range'} (got ${shown(e.data)})`;
+      return `${at()}: ${e.message ?? 'out of range'}${got}`;
     case 'minItems':
       return `${at()}: must have at least ${String(params.limit)} item(s)`;
     case 'uniqueItems': {

@@ -16,12 +16,21 @@ export function tmpPathFor(file: string): string {
 
 export const isTmpName = (name: string): boolean => name.startsWith('.') && name.endsWith('.tmp');
 
-export async function atomicWriteFile(file: string, data: Uint8Array | string): Promise<void> {
+export interface AtomicWriteOptions {
+  /** Exact permission bits (the umask does not apply), e.g. 0o600 for a secret. Default 0o644 less the umask. */
+  mode?: number;
+  /** Group id to give the file (needs root or membership); set before the rename, so no reader sees it wrong. */
+  gid?: number;
+}
+
+export async function atomicWriteFile(file: string, data: Uint8Array | string, opts: AtomicWriteOptions = {}): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = tmpPathFor(file);
-  const fh = await open(tmp, 'w', 0o644);
+  const fh = await open(tmp, 'w', opts.mode ?? 0o644);
   try {
     try {
+      if (opts.mode !== undefined) await fh.chmod(opts.mode);
+      if (opts.gid !== undefined) await fh.chown(-1, opts.gid);
       await fh.writeFile(data);
       await fh.sync();
     } finally {
