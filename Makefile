@@ -10,9 +10,13 @@ run: build
 
 build: deps dist/.stamp
 
-dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package.json
+# src/config/schema-validators.js is schema.json precompiled by ajv (committed: tests run from src/); rewritten
+# here only when schema.json, ajv or the generator changed. tsc does not copy .js, so it is copied like schema.json.
+dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package.json scripts/gen-validator.ts
+	node --import tsx scripts/gen-validator.ts
 	npx tsc -p tsconfig.build.json
 	cp src/config/schema.json dist/config/schema.json
+	cp src/config/schema-validators.js dist/config/schema-validators.js
 	chmod +x dist/main.js
 	touch $@
 

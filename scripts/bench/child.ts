@@ -12,7 +12,8 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-const MAIN = path.resolve('dist/main.js');
+/** The dev build (`make build`), run as `make run` runs it. */
+export const MAIN = path.resolve('dist/main.js');
 
 /** A config of `devices` simulated devices × `points` constant points each, polled every `poll`. */
 export async function writeFleetConfig(file: string, dataDir: string, devices: number, points: number, poll = '1s'): Promise<void> {
@@ -36,13 +37,22 @@ export async function writeFleetConfig(file: string, dataDir: string, devices: n
 export const BUNDLE = path.resolve('build/shadowgate/shadowgate.mjs');
 const UNIT_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=96'];
 
-export function startChild(configFile: string, timeoutMs = 30_000, bundle = false): Promise<Running> {
+/** What to start: a tsc build's main.js (executable, its shebang's flags) or a release bundle (the unit's flags). */
+export interface Entry {
+  kind: 'main' | 'bundle';
+  file: string;
+}
+
+/** An entry for a file: a `.mjs` is a bundle, anything else a main.js. */
+export const entryOf = (file: string): Entry => ({ kind: file.endsWith('.mjs') ? 'bundle' : 'main', file: path.resolve(file) });
+
+export function startChild(configFile: string, timeoutMs = 30_000, entry: Entry = { kind: 'main', file: MAIN }): Promise<Running> {
   const t0 = performance.now();
   // Run the executable itself so its shebang's V8 flags apply, exactly as `shadowgate run` does
   // (or the bundle with the unit's flags).
-  const child = bundle
-    ? spawn(process.execPath, [...UNIT_FLAGS, BUNDLE, 'run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] })
-    : spawn(MAIN, ['run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = entry.kind === 'bundle'
+    ? spawn(process.execPath, [...UNIT_FLAGS, entry.file, 'run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(entry.file, ['run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

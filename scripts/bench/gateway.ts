@@ -11,7 +11,8 @@ import autocannon from 'autocannon';
 import type { Result } from './report.js';
 import { report } from './report.js';
 import { existsSync } from 'node:fs';
-import { BUNDLE, rssOf, startChild, stopChild, writeFleetConfig } from './child.js';
+import { BUNDLE, entryOf, MAIN, rssOf, startChild, stopChild, writeFleetConfig } from './child.js';
+import { startToReady, startupResults } from './startup.js';
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -69,19 +70,8 @@ export async function benchGateway(): Promise<Result[]> {
 
     // Start-to-ready with the 100k points restored from the snapshot saved on stop: the dev build
     // (dist/main.js, `make run`) and the release bundle the systemd unit runs.
-    for (const bundle of existsSync(BUNDLE) ? [false, true] : [false]) {
-      const times: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const again = await startChild(fleetCfg, 30_000, bundle);
-        times.push(again.readyMs);
-        await again.stop();
-      }
-      results.push({
-        name: `start-to-ready, 100k points restored, ${bundle ? 'release bundle' : 'dist/main.js'} (median of 5)`,
-        measured: times.sort((a, b) => a - b)[2]!, target: 500, unit: 'ms', higherIsBetter: false,
-        note: `min ${Math.round(times[0]!)} ms, process spawn included`,
-      });
-    }
+    const entries = [entryOf(MAIN), ...(existsSync(BUNDLE) ? [entryOf(BUNDLE)] : [])];
+    results.push(...startupResults(entries, await startToReady(fleetCfg, entries, 5)));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

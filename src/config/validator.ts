@@ -1,73 +1,36 @@
 /**
- * The compiled schema (ajv) and the translation of ajv's errors into `path: message` lines a user can act on.
+ * The compiled schema and the translation of ajv's errors into `path: message` lines a user can act on.
  * schema.json is the single source of shape and defaults; this file adds no rules of its own.
  */
 import { readFileSync } from 'node:fs';
-import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { parseDuration, parseSize } from '../core/duration.js';
+import type { ErrorObject } from 'ajv';
+import { conditions, validateConfig, validateModel, type SchemaValidator } from './schema-validators.js';
 import { formatPath } from './path.js';
-
-// ajv is CommonJS: under NodeNext the default import is module.exports, whose `default` is the class.
-type AjvClass = typeof AjvModule.default;
-const Ajv: AjvClass = (AjvModule as unknown as { default?: AjvClass }).default ?? (AjvModule as unknown as AjvClass);
+import { unitConverter } from './units.js';
 
 export const SCHEMA_URL = new URL('./schema.json', import.meta.url);
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, verbose: true, allowUnionTypes: true, strict: true });
-
 /*
- * Durations and sizes are text in the file and numbers (ms, bytes) in the loaded config. The schema marks them
- * with `x-unit`, so the schema stays the one place that knows which fields they are (also inside if/then
- * branches and defaults). The keyword only records where they are: converting during validation would let
- * `type`/`pattern` see the number instead of the text. `convertUnits` applies them afterwards.
+ * schema-validators.js is schema.json compiled ahead of time by ajv (scripts/gen-validator.ts): compiling it here
+ * cost more start-up time than anything else. The unit walk reads the schema itself (a JSON parse, well under
+ * a millisecond).
  */
-interface PendingUnit { parent: Record<string | number, unknown>; key: string | number; unit: string }
-let pending: PendingUnit[] = [];
+const convertUnits = unitConverter(JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as Record<string, unknown>, conditions);
 
-ajv.addKeyword({
-  keyword: 'x-unit',
-  schemaType: 'string',
-  errors: false,
-  validate(unit: string, data: unknown, _schema: unknown, cxt?: { parentData: unknown; parentDataProperty: string | number }) {
-    if (typeof data === 'string' && cxt && typeof cxt.parentData === 'object' && cxt.parentData !== null) {
-      pending.push({ parent: cxt.parentData as Record<string | number, unknown>, key: cxt.parentDataProperty, unit });
-    }
-    return true;
-  },
-});
-
-/** Runs a validator, then turns every valid duration/size text it saw into ms/bytes (invalid text stays: its error names it). */
-function withUnits(fn: ValidateFunction): (data: unknown) => { ok: boolean; errors: ErrorObject[] } {
+/** Runs a validator, then turns every valid duration/size text into ms/bytes (invalid text stays: its error names it). */
+function withUnits(fn: SchemaValidator, pointer: string): (data: unknown) => { ok: boolean; errors: ErrorObject[] } {
   return (data) => {
-    pending = [];
-    const ok = fn(data) as boolean;
+    const ok = fn(data);
     const errors = [...(fn.errors ?? [])];
-    for (const { parent, key, unit } of pending) {
-      const text = parent[key];
-      if (typeof text !== 'string') continue;
-      try {
-        parent[key] = unit === 'size' ? parseSize(text) : parseDuration(text);
-      } catch {
-        // the pattern error already reports it
-      }
-    }
-    pending = [];
+    convertUnits(pointer, data);
     return { ok, errors };
   };
 }
 
-ajv.addSchema(JSON.parse(readFileSync(SCHEMA_URL, 'utf8')) as object, 'config');
-
-const compiled = (ref: string): ValidateFunction => {
-  const fn = ajv.getSchema(ref);
-  if (!fn) throw new Error(`schema.json has no ${ref}`);
-  return fn;
-};
-
 /** Validates a whole config in place: fills defaults, converts durations/sizes. */
-export const validateConfigShape = withUnits(compiled('config'));
+export const validateConfigShape = withUnits(validateConfig, '');
 /** Validates one model (a board/models/*.json file) in place. */
-export const validateModelShape = withUnits(compiled('config#/definitions/model'));
+export const validateModelShape = withUnits(validateModel, '/definitions/model');
 
 // Patterns are precise but unreadable; these say what they mean.
 const PATTERN_TEXT: Record<string, string> = {
