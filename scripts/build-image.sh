@@ -8,7 +8,8 @@
 # `make dist` plus scripts/image/rootfs, 3 partitions assembled with mkfs -d / mcopy / sfdisk / dd.
 # Env: SUITE (trixie), MIRROR and SECURITY_MIRROR (default: the host's apt sources), NO_CACHE=1,
 # IMAGE_COMPRESS=0 (skip the .zst). Needs: scripts/image/host-deps.sh installed, `make dist` done.
-# `build-image.sh check` only runs the host checks; `build-image.sh base` stops after step 1.
+# `build-image.sh check` only runs the host checks; `build-image.sh base` stops after step 1;
+# `build-image.sh key` prints the base cache key.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -81,16 +82,20 @@ in_root() { chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=
   DEBIAN_FRONTEND=noninteractive "$@"; }
 
 # ---------------------------------------------------------------- 1. base rootfs
+# busybox: overlayroot's initramfs script needs its grep. e2fsprogs (not in trixie's minbase):
+# overlayroot's initramfs hook copies mke2fs, and fsck/growfs of the ext4 partitions need it.
+# fdisk: sfdisk and partx grow the data partition on the card. No cloud-guest-utils (growpart): it
+# pulls in python3 (~25 MB).
 PACKAGES=(
   systemd-sysv udev kmod busybox initramfs-tools zstd overlayroot
   linux-image-arm64 raspi-firmware firmware-brcm80211
   nodejs
-  systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant fdisk
+  systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant fdisk e2fsprogs
   ca-certificates nano less
 )
-BASE_FILES=(scripts/build-image.sh scripts/image/base)
+# The cache key: everything step 1 depends on (suite, packages, its own code, scripts/image/base).
 base_key() {
-  { echo "$SUITE ${PACKAGES[*]}"; find "${BASE_FILES[@]}" -type f | LC_ALL=C sort | xargs sha256sum; } \
+  { echo "$SUITE ${PACKAGES[*]}"; declare -f build_base; find scripts/image/base -type f | LC_ALL=C sort | xargs sha256sum; } \
     | sha256sum | cut -c1-16
 }
 
@@ -158,8 +163,7 @@ install_app() {
   chmod 755 "$R/usr/lib/shadowgate/"*
   # What `systemctl enable` does, by hand (the units' [Install] sections name these targets).
   local pair unit target
-  for pair in shadowgate-boot-config.service:multi-user shadowgate-growdata.service:local-fs \
-    systemd-networkd.service:multi-user systemd-resolved.service:multi-user \
+  for pair in shadowgate-boot-config.service:multi-user systemd-networkd.service:multi-user systemd-resolved.service:multi-user \
     systemd-timesyncd.service:sysinit ssh.service:multi-user; do
     unit=${pair%%:*}; target=${pair#*:}.target
     [ -f "$R/usr/lib/systemd/system/$unit" ] || die "unit $unit missing from the rootfs"
@@ -169,6 +173,9 @@ install_app() {
   # Debian's sshd-keygen runs on every "first boot", and on a RAM-overlay root every boot is one:
   # it would make throwaway keys in /etc/ssh each time. The image's keys are on /data instead.
   ln -sf /dev/null "$R/etc/systemd/system/sshd-keygen.service"
+  # Wi-Fi runs as wpa_supplicant@wlan0 when shadowgate.json has a "wifi" section; the D-Bus
+  # wpa_supplicant.service that the package enables would idle in RAM on every board.
+  rm -f "$R/etc/systemd/system/multi-user.target.wants/wpa_supplicant.service"
   chroot_mounts
   in_root systemd-sysusers >/dev/null
   # The arm64 natives and the bundle, run under qemu-user with the image's own node.
@@ -179,7 +186,7 @@ install_app() {
   # `systemd-analyze verify` inside the chroot (the target's systemd); any output is a failure.
   local out
   out=$(in_root systemd-analyze verify shadowgate.service shadowgate-boot-config.service \
-    shadowgate-growdata.service 2>&1 || true)
+    shadowgate-selftest.service 2>&1 || true)
   [ -z "$out" ] || die "systemd-analyze verify: $out"
   cleanup
   # Hygiene: identity and keys are made on the device.
@@ -255,4 +262,5 @@ main() {
   [ "${IMAGE_COMPRESS:-1}" = 0 ] || compress
   log "done in $((SECONDS - t0)) s"
 }
+[ "${1:-}" != key ] || { base_key; exit 0; }   # the base cache key (for developers)
 main "$@"

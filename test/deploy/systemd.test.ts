@@ -74,16 +74,16 @@ skip('security exposure is at most 2.5 (systemd-analyze security --offline --thr
 skip('systemd-analyze verify prints nothing for the image units and the drop-in', async () => {
   const img = 'scripts/image/rootfs';
   await mkdir(path.join(root, 'usr/lib/shadowgate'), { recursive: true });
-  for (const f of ['grow-data', 'ssh-host-keys']) {
+  for (const f of ['ssh-host-keys']) {
     await writeFile(path.join(root, 'usr/lib/shadowgate', f), '#!/bin/sh\n');
     await chmod(path.join(root, 'usr/lib/shadowgate', f), 0o755);
   }
-  for (const u of ['shadowgate-boot-config.service', 'shadowgate-growdata.service']) {
+  for (const u of ['shadowgate-boot-config.service']) {
     await cp(path.join(img, 'usr/lib/systemd/system', u), path.join(root, 'usr/lib/systemd/system', u));
   }
   await cp(path.join(img, 'etc/systemd/system/shadowgate.service.d'), path.join(root, 'etc/systemd/system/shadowgate.service.d'), { recursive: true });
   await writeFile(path.join(root, 'etc/systemd/system/shadowgate.service'), await readFile(UNIT, 'utf8'));
-  const r = await run(analyze!, ['verify', `--root=${root}`, 'shadowgate.service', 'shadowgate-boot-config.service', 'shadowgate-growdata.service']);
+  const r = await run(analyze!, ['verify', `--root=${root}`, 'shadowgate.service', 'shadowgate-boot-config.service']);
   await rm(path.join(root, 'etc/systemd/system/shadowgate.service.d'), { recursive: true });
   assert.is((r.stdout + r.stderr).trim(), '');
 });
