@@ -176,6 +176,9 @@ install_app() {
   # Wi-Fi runs as wpa_supplicant@wlan0 when shadowgate.json has a "wifi" section; the D-Bus
   # wpa_supplicant.service that the package enables would idle in RAM on every board.
   rm -f "$R/etc/systemd/system/multi-user.target.wants/wpa_supplicant.service"
+  # apt's daily timers would download package lists into the RAM overlay (tens of MB of a Pi's RAM,
+  # gone at reboot); the image is updated by flashing or overlayroot-chroot, not in place.
+  rm -f "$R"/etc/systemd/system/timers.target.wants/apt-daily*.timer
   chroot_mounts
   in_root systemd-sysusers >/dev/null
   # The arm64 natives and the bundle, run under qemu-user with the image's own node.
