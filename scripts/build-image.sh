@@ -161,6 +161,11 @@ install_app() {
   rm -rf "$R/etc/shadowgate"
   cp -a "$TOP/scripts/image/rootfs/." "$R/"
   chmod 755 "$R/usr/lib/shadowgate/"*
+  # cp -a keeps the checkout's owner (a developer's uid under sudo); in the image they are root's.
+  local tree
+  for tree in base rootfs; do
+    (cd "$TOP/scripts/image/$tree" && find . -mindepth 1 -print0) | (cd "$R" && xargs -0 chown -h 0:0)
+  done
   # What `systemctl enable` does, by hand (the units' [Install] sections name these targets).
   local pair unit target
   for pair in shadowgate-boot-config.service:multi-user systemd-networkd.service:multi-user systemd-resolved.service:multi-user \
