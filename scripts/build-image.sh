@@ -88,14 +88,15 @@ in_root() { chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=
 # pulls in python3 (~25 MB).
 PACKAGES=(
   systemd-sysv udev kmod busybox initramfs-tools zstd overlayroot
-  linux-image-arm64 raspi-firmware firmware-brcm80211
+  raspi-firmware firmware-brcm80211
   nodejs
   systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant fdisk e2fsprogs
   ca-certificates nano less
 )
+KERNEL=linux-image-arm64
 # The cache key: everything step 1 depends on (suite, packages, its own code, scripts/image/base).
 base_key() {
-  { echo "$SUITE ${PACKAGES[*]}"; declare -f build_base; find scripts/image/base -type f | LC_ALL=C sort | xargs sha256sum; } \
+  { echo "$SUITE ${PACKAGES[*]} $KERNEL"; declare -f build_base; find scripts/image/base -type f | LC_ALL=C sort | xargs sha256sum; } \
     | sha256sum | cut -c1-16
 }
 
@@ -122,12 +123,22 @@ SRC
   # is generated once with them (MODULES=list: `most` takes ~10 min per initramfs under qemu).
   cp -a "$TOP/scripts/image/base/." "$R/"
   chroot_mounts
-  log "apt: ${PACKAGES[*]}"
+  # No fsync per unpacked file while building (the rootfs is tarred and written out afterwards anyway).
+  echo force-unsafe-io >"$R/etc/dpkg/dpkg.cfg.d/shadowgate-build"
+  log "apt: ${PACKAGES[*]} $KERNEL"
   in_root apt-get update -qq >"$WORK/apt.log" 2>&1 || { tail -n 30 "$WORK/apt.log" >&2; die "apt-get update failed"; }
-  in_root apt-get install -y -q --no-install-recommends \
-    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${PACKAGES[@]}" >>"$WORK/apt.log" 2>&1 \
-    || { tail -n 40 "$WORK/apt.log" >&2; die "apt-get install failed (log: $WORK/apt.log)"; }
+  # The kernel goes in last, on its own: its postinst builds the initramfs with every hook already
+  # there. Installed together, packages configured after it (overlayroot, busybox, e2fsprogs)
+  # trigger a second ~2-minute initramfs generation under qemu-user.
+  local pkgs
+  for pkgs in "${PACKAGES[*]}" "$KERNEL"; do
+    # shellcheck disable=SC2086 # a space-separated package list
+    in_root apt-get install -y -q --no-install-recommends \
+      -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $pkgs >>"$WORK/apt.log" 2>&1 \
+      || { tail -n 40 "$WORK/apt.log" >&2; die "apt-get install failed (log: $WORK/apt.log)"; }
+  done
   in_root apt-get clean
+  rm -f "$R/etc/dpkg/dpkg.cfg.d/shadowgate-build"
   rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/*.bin
   cleanup
 }
