@@ -89,8 +89,10 @@ boot_t0=$SECONDS
 # For the emulator only: nokaslr (with KASLR the kernel turns on page-table isolation, a TLB flush
 # per system call, slow under TCG), and modprobe.blacklist of modules only qemu's virtual hardware
 # pulls in (the CPU's crypto extensions, virtio-gpu, vsock, fw_cfg): every module load checks an
-# ECDSA signature in software, and under TCG a burst of them once held a vCPU for minutes.
-VM_ONLY="nokaslr modprobe.blacklist=aes_ce_blk,aes_ce_cipher,crct10dif_ce,polyval_ce,ghash_ce,sha2_ce,sha256_arm64,sha1_ce,sha3_ce,sha512_ce,sm4_ce,drm,virtio_gpu,vsock,vmw_vsock_virtio_transport,vmw_vsock_virtio_transport_common,vsock_loopback,efi_pstore,qemu_fw_cfg"
+# ECDSA signature in software, and under TCG a burst of them once held a vCPU for minutes. Such a
+# stall can still hold udev's coldplug past systemd's 90 s device timeout (seen once: /data and
+# /boot/firmware "timed out", emergency mode), so the emulator waits up to 10 minutes for devices.
+VM_ONLY="nokaslr systemd.default_device_timeout_sec=600 modprobe.blacklist=aes_ce_blk,aes_ce_cipher,crct10dif_ce,polyval_ce,ghash_ce,sha2_ce,sha256_arm64,sha1_ce,sha3_ce,sha512_ce,sm4_ce,drm,virtio_gpu,vsock,vmw_vsock_virtio_transport,vmw_vsock_virtio_transport_common,vsock_loopback,efi_pstore,qemu_fw_cfg"
 qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 -display none -monitor none -no-user-config \
   -kernel "$T/vmlinuz" -initrd "$T/initrd" \
   -append "root=LABEL=RASPIROOT rootwait console=ttyAMA0 $VM_ONLY systemd.wants=shadowgate-selftest.service" \
@@ -105,6 +107,8 @@ wait_selftest() {
   while [ $((SECONDS - start)) -lt "$limit" ]; do
     [ "$(grep -ac 'SELFTEST done' "$CONSOLE" 2>/dev/null || true)" -ge "$n" ] 2>/dev/null && return 0
     kill -0 "$QPID" 2>/dev/null || return 1
+    # A boot that fell into emergency mode will not reach the selftest: fail now, not at the limit.
+    ! grep -aq 'You are in emergency mode' "$CONSOLE" 2>/dev/null || return 1
     sleep 2
   done
   return 1
