@@ -25,8 +25,13 @@ say() { printf '[image-test %(%T)T] %s\n' -1 "$*"; }
 
 QPID=
 T=
-finish() {
+# Stops the emulator if it still runs (at exit, and for a power cycle).
+stop_vm() {
   if [ -n "$QPID" ] && kill -0 "$QPID" 2>/dev/null; then kill "$QPID"; sleep 1; kill -9 "$QPID" 2>/dev/null; fi
+  wait "$QPID" 2>/dev/null || true
+}
+finish() {
+  stop_vm
   [ -z "$T" ] || rm -rf "$T"
   local done=$((PASS + FAIL + SKIP))
   [ "$done" -ge "$CHECKS" ] || { SKIP=$((SKIP + CHECKS - done)); echo "SKIP: $((CHECKS - done)) image checks not reached"; }
@@ -103,7 +108,6 @@ start_vm() {
     -chardev "file,id=con,path=$CONSOLE,append=on" -serial chardev:con &
   QPID=$!
 }
-stop_vm() { kill "$QPID" 2>/dev/null; sleep 2; kill -9 "$QPID" 2>/dev/null; wait "$QPID" 2>/dev/null || true; }
 # Under TCG (qemu 7.2) the guest has hung with its clock stopped and one vCPU spinning (seen in the
 # kernel's ECDSA module-signature code); a boot whose console is silent this long is such a hang.
 STALL_S=${SHADOWGATE_IMAGE_STALL_S:-300}
