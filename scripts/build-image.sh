@@ -49,6 +49,11 @@ preflight() {
     mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || die "cannot mount binfmt_misc"
   fi
   update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+  # qemu-user 9.1 and later register through systemd-binfmt's binfmt.d only, which needs no
+  # running systemd: the file's line goes to the kernel as it is.
+  if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] && [ -f /usr/lib/binfmt.d/qemu-aarch64.conf ]; then
+    grep '^:' /usr/lib/binfmt.d/qemu-aarch64.conf >/proc/sys/fs/binfmt_misc/register || true
+  fi
   [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || die "binfmt for qemu-aarch64 not registered"
   local free
   free=$(df -Pm "$TOP/build" 2>/dev/null | awk 'NR==2 { print $4 }')
