@@ -99,9 +99,15 @@ PACKAGES=(
   ca-certificates nano less
 )
 KERNEL=linux-image-arm64
+# apt-get install in the rootfs, keeping config files already there (scripts/image/base).
+apt_install() {
+  in_root apt-get install -y -q --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$@" >>"$WORK/apt.log" 2>&1 \
+    || { tail -n 40 "$WORK/apt.log" >&2; die "apt-get install $* failed (log: $WORK/apt.log)"; }
+}
 # The cache key: everything step 1 depends on (suite, packages, its own code, scripts/image/base).
 base_key() {
-  { echo "$SUITE ${PACKAGES[*]} $KERNEL"; declare -f build_base; find scripts/image/base -type f | LC_ALL=C sort | xargs sha256sum; } \
+  { echo "$SUITE ${PACKAGES[*]} $KERNEL"; declare -f build_base apt_install; find scripts/image/base -type f | LC_ALL=C sort | xargs sha256sum; } \
     | sha256sum | cut -c1-16
 }
 
@@ -135,13 +141,8 @@ SRC
   # The kernel goes in last, on its own: its postinst builds the initramfs with every hook already
   # there. Installed together, packages configured after it (overlayroot, busybox, e2fsprogs)
   # trigger a second ~2-minute initramfs generation under qemu-user.
-  local pkgs
-  for pkgs in "${PACKAGES[*]}" "$KERNEL"; do
-    # shellcheck disable=SC2086 # a space-separated package list
-    in_root apt-get install -y -q --no-install-recommends \
-      -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $pkgs >>"$WORK/apt.log" 2>&1 \
-      || { tail -n 40 "$WORK/apt.log" >&2; die "apt-get install failed (log: $WORK/apt.log)"; }
-  done
+  apt_install "${PACKAGES[@]}"
+  apt_install "$KERNEL"
   in_root apt-get clean
   rm -f "$R/etc/dpkg/dpkg.cfg.d/shadowgate-build"
   rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/*.bin
