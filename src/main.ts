@@ -7,12 +7,15 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfigFile, registerConfigChecker } from './config/load.js';
+import { ConfigError, parseConfigText, readConfigText, validateConfig, type ConfigChecker } from './config/load.js';
+import type { GatewayConfig } from './config/types.js';
 import { gpioConfigChecker } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
-import { readBootStatus } from './boot-status.js';
+import { readBootStatus } from './config/boot-status.js';
+import { readActiveConfig } from './runtime/config-store.js';
+import { LogRing } from './util/log-ring.js';
 import { createLogger, type Logger } from './util/logger.js';
 import { startSdNotify } from './util/sd-notify.js';
 
@@ -33,12 +36,32 @@ environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADO
 
 const DEFAULT_CONFIG = '/etc/shadowgate/config.json';
 
-// Driver checks join the config validation (config/ may not import drivers, so they register here).
-registerConfigChecker(gpioConfigChecker);
+// Driver checks join the config validation (config/ may not import drivers, so they are handed in here).
+const CHECKERS: readonly ConfigChecker[] = [gpioConfigChecker];
 
-async function loadOrExplain(file: string): Promise<Awaited<ReturnType<typeof loadConfigFile>> | undefined> {
+interface Loaded {
+  config: GatewayConfig;
+  raw: unknown;
+  text: string;
+}
+
+/** The file's config, or — for `run` — the config last applied from the console when it derives from this file. */
+async function loadOrExplain(file: string, opts: { active?: boolean } = {}): Promise<Loaded | undefined> {
   try {
-    return await loadConfigFile(file);
+    const text = await readConfigText(file);
+    let raw = parseConfigText(text);
+    let config = validateConfig(raw, { checkers: CHECKERS });
+    const active = opts.active ? await readActiveConfig(config.gateway.data_dir, text) : undefined;
+    if (active !== undefined) {
+      try {
+        config = validateConfig(active, { checkers: CHECKERS });
+        raw = active;
+      } catch (err) {
+        // A library or schema change can make an applied config invalid: the file still runs, loudly.
+        process.stderr.write(`${file}: the configuration applied from the console is no longer valid; running the file's\n  ${(err as Error).message}\n`);
+      }
+    }
+    return { config, raw, text };
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${file}: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
@@ -58,15 +81,19 @@ async function loadBootStatus(log: Logger): Promise<Record<string, unknown> | un
 }
 
 async function run(file: string): Promise<number> {
-  const config = await loadOrExplain(file);
-  if (!config) return 2;
-  const log = createLogger(config.gateway.log_level);
+  const loaded = await loadOrExplain(file, { active: true });
+  if (!loaded) return 2;
+  const { config } = loaded;
+  const ring = new LogRing();
+  const log = createLogger(config.gateway.log_level, ring);
   const bootStatus = await loadBootStatus(log);
   // systemd Type=notify: READY after start, WATCHDOG from this event loop, STOPPING on shutdown.
   const sd = startSdNotify(log);
   let gateway;
   try {
-    gateway = await startGateway(config, { log, ...(bootStatus ? { bootStatus } : {}) });
+    gateway = await startGateway(config, {
+      log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, routes: [], ...(bootStatus ? { bootStatus } : {}),
+    });
   } catch (err) {
     sd.close();
     // Problems only a part can see (export targets, MQTT users) are configuration errors too.
@@ -123,19 +150,19 @@ export async function main(argv: string[]): Promise<number> {
     case 'run':
       return run(file);
     case 'check-config': {
-      const config = await loadOrExplain(file);
-      if (!config) return 2;
-      process.stdout.write(`${file}: ok (${config.devices.length} devices on ${config.buses.length} buses)\n`);
+      const loaded = await loadOrExplain(file);
+      if (!loaded) return 2;
+      process.stdout.write(`${file}: ok (${loaded.config.devices.length} devices on ${loaded.config.buses.length} buses)\n`);
       return 0;
     }
     case 'scan':
     case 'read':
     case 'write': {
-      const config = await loadOrExplain(file);
-      if (!config) return 2;
+      const loaded = await loadOrExplain(file);
+      if (!loaded) return 2;
       // Loaded only for these commands: `run` must not pay for serialport/modbus-serial at start-up.
       const { runModbusCommand } = await import('./cli/modbus.js');
-      return runModbusCommand(command, rest, config, (line) => process.stdout.write(`${line}\n`));
+      return runModbusCommand(command, rest, loaded.config, (line) => process.stdout.write(`${line}\n`));
     }
     case 'hash-password':
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));

@@ -18,7 +18,7 @@ import mqtt from 'mqtt';
 import { EventBus, type ShadowEvents } from '../../src/core/events.js';
 import { Shadow } from '../../src/core/shadow.js';
 import type { ExportContext, PointInfo } from '../../src/export/context.js';
-import { startExport } from '../../src/export/index.js';
+import { startExport } from '../../src/runtime/export.js';
 import { MqttExporter } from '../../src/export/mqtt-exporter.js';
 import { Topics } from '../../src/export/topics.js';
 import { silentLogger } from '../../src/util/logger.js';

@@ -13,7 +13,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { Shadow } from '../../src/core/shadow.js';
 import { restoreSnapshot } from '../../src/core/snapshot.js';
-import { openShadowStore, startPersisting } from '../../src/store/shadow-store.js';
+import { openShadowStore } from '../../src/store/shadow-store.js';
+import { startPersisting } from '../../src/store/persist-loop.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { report, type Result } from './report.js';
 

@@ -8,6 +8,7 @@ import { createAuth } from './auth.js';
 import { declaredTooLarge, readFields, tooLarge } from './body.js';
 import type { Api, ApiApp, ApiContext, ApiRequest, RouteKit } from './context.js';
 import { HttpError, okEnvelope, sendEnvelope, toErrorResponse } from './envelope.js';
+import { mountConfigRoutes } from './config-routes.js';
 import { mountRoutes } from './routes.js';
 
 export const API_BASE = '/api/v1';
@@ -58,16 +59,19 @@ export function createApi(ctx: ApiContext): Api {
       const handle = async (req: ApiRequest, res: ServerResponse): Promise<void> => {
         checkAuth(req, access);
         // Bodies are read only after auth: an anonymous client cannot make us buffer a megabyte.
-        const body = method === 'POST' ? await readFields(req, limit) : undefined;
+        const body = method === 'POST' || method === 'PUT' ? await readFields(req, limit) : undefined;
         const data = await fn(req, body);
         sendEnvelope(req, res, 200, okEnvelope(data), {}, log);
       };
       if (method === 'GET') app.get(API_BASE + path, handle);
+      else if (method === 'PUT') app.put(API_BASE + path, handle);
+      else if (method === 'DELETE') app.delete(API_BASE + path, handle);
       else app.post(API_BASE + path, handle);
     },
   };
 
   mountRoutes(ctx, kit);
+  mountConfigRoutes(ctx, kit, checkAuth);
   ctx.extraRoutes?.(app, kit);
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {

@@ -22,8 +22,53 @@ export type RouteFn = (req: ApiRequest, body: Fields | undefined) => unknown;
 export interface RouteKit {
   /** Base path of the versioned API: `/api/v1`. */
   base: string;
-  /** Registers `method path` (path relative to `base`): auth for `access`, body read for POST, envelope out. */
-  route(method: 'GET' | 'POST', path: string, access: Access, fn: RouteFn): void;
+  /** Registers `method path` (path relative to `base`): auth for `access`, body read for POST/PUT, envelope out. */
+  route(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, access: Access, fn: RouteFn): void;
+}
+
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
+export interface ApplyResult {
+  version: number;
+  /** What changed, in words (`device meter-2: added`). */
+  changes: string[];
+  /** Config sections stored but running on their old values until the next start. */
+  restartRequired: string[];
+}
+
+export interface ModelInfo {
+  name: string;
+  manufacturer?: string;
+  description?: string;
+  driver: 'modbus' | 'gpio' | 'sim';
+  points: { name: string; type: string; access: string; unit?: string }[];
+}
+
+/** The runtime configuration the console edits (src/runtime/config-manager.ts implements it). */
+export interface ConfigService {
+  current(): unknown;
+  validate(raw: unknown): { valid: boolean; errors: ConfigProblem[] };
+  apply(raw: unknown, summary?: string): Promise<ApplyResult>;
+  versions(): Promise<{ version: number; time: number; summary: string }[]>;
+  rollback(version: number): Promise<ApplyResult>;
+  putDevice(id: string, device: unknown): Promise<ApplyResult>;
+  deleteDevice(id: string): Promise<ApplyResult>;
+  putBus(id: string, bus: unknown): Promise<ApplyResult>;
+  deleteBus(id: string): Promise<ApplyResult>;
+  models(): ModelInfo[];
+  scan(busId: string, from: number, to: number): Promise<number[]>;
+  testRead(device: unknown): Promise<{ values: Record<string, unknown>; errors: Record<string, string> }>;
+}
+
+/** What the System page shows, and the buses list (src/runtime/system.ts implements it). */
+export interface SystemService {
+  buses(): { id: string; driver: string; running: boolean; error: string | null; [key: string]: unknown }[];
+  ports(): Promise<{ path: string; manufacturer?: string; serialNumber?: string }[]>;
+  info(): Promise<Record<string, unknown>>;
+  logs(lines: number): unknown[];
 }
 
 export interface ApiContext {
@@ -32,6 +77,9 @@ export interface ApiContext {
   http: GatewayConfig['http'];
   log: Logger;
   health: () => HealthReport;
+  /** Live configuration and system pages (absent in tests that mount the API alone). */
+  config?: ConfigService;
+  system?: SystemService;
   /** Extra routes (history) mounted by the lead; use `kit.route` to get auth, body limit and the envelope. */
   extraRoutes?: (app: ApiApp, kit: RouteKit) => void;
 }

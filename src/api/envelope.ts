@@ -32,7 +32,8 @@ export const failEnvelope = (errorCode: number, errorMsg: string): Envelope => (
 /** Maps any thrown value to HTTP status + envelope. Unexpected errors are logged, never shown to the client. */
 export function toErrorResponse(err: unknown, log: Logger): { status: number; envelope: Envelope; headers: Record<string, string> } {
   if (err instanceof HttpError) return { status: err.status, envelope: failEnvelope(err.status, err.message), headers: err.headers };
-  if (isGatewayError(err)) return { status: 200, envelope: failEnvelope(500, err.message), headers: {} };
+  // A refused configuration carries its problems (`data.errors`); every other failure has data null.
+  if (isGatewayError(err)) return { status: 200, envelope: { ...failEnvelope(500, err.message), data: err.details ?? null }, headers: {} };
   log.error({ err }, 'unexpected error in REST handler');
   return { status: 200, envelope: failEnvelope(500, 'internal error'), headers: {} };
 }

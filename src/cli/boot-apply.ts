@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { BootStatus } from '../boot-status.js';
+import type { BootStatus } from '../config/boot-status.js';
 import { ConfigError, parseConfigText, validateConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { atomicWriteFile, removeStaleTmp } from '../util/atomic-file.js';

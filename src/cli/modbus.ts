@@ -7,12 +7,11 @@ import type { BusConfig, GatewayConfig, ModbusPointBlock } from '../config/types
 import { isGatewayError } from '../core/errors.js';
 import { resolveAddress } from '../protocol/modbus/address.js';
 import { blockProblems, decodeBit, decodeRegisters, isBitTable, pointWidth } from '../protocol/modbus/codec.js';
-import { charMs, silenceMs } from '../protocol/modbus/wire-cost.js';
 import { BusOwner, PRIORITY } from '../drivers/modbus/bus-owner.js';
-import { num } from '../drivers/modbus/driver.js';
 import type { ModbusPoint } from '../drivers/modbus/device-plan.js';
-import { RtuTransport, TcpTransport, READ_FC, type ModbusTransport } from '../drivers/modbus/transport.js';
-import { rtuOptions } from '../drivers/modbus-rtu.js';
+import { modbusLink, scanUnits } from '../drivers/modbus/link.js';
+import { num } from '../drivers/modbus/options.js';
+import { READ_FC } from '../drivers/modbus/transport.js';
 import { executeWrites, planWrites } from '../drivers/modbus/writer.js';
 import { silentLogger } from '../util/logger.js';
 
@@ -43,21 +42,11 @@ function intFlag(flags: Map<string, string>, key: string, fallback?: number): nu
 }
 
 function owner(bus: BusConfig, timeoutOverride?: number): BusOwner {
-  let transport: ModbusTransport;
-  let silence = 0;
-  let drain = 0;
-  if (bus.driver === 'modbus-rtu') {
-    const serial = rtuOptions(bus);
-    transport = new RtuTransport(serial);
-    silence = silenceMs(serial.baudRate);
-    drain = Math.ceil(256 * charMs(serial.baudRate)) + 20;
-  } else if (bus.driver === 'modbus-tcp') {
-    transport = new TcpTransport(String(bus['host']), num(bus, 'port', 502), num(bus, 'timeout', 1000));
-  } else {
-    throw new UsageError(`bus ${bus.id} is a ${bus.driver} bus, not modbus-rtu or modbus-tcp`);
-  }
-  return new BusOwner(transport, {
-    busId: bus.id, timeoutMs: timeoutOverride ?? num(bus, 'timeout', 300), silenceMs: silence, drainMaxMs: drain,
+  if (bus.driver !== 'modbus-rtu' && bus.driver !== 'modbus-tcp') throw new UsageError(`bus ${bus.id} is a ${bus.driver} bus, not modbus-rtu or modbus-tcp`);
+  const link = modbusLink(bus);
+  // One-off commands: no reopen loop, no bus-wide reopen after timeouts (a scan times out on purpose).
+  return new BusOwner(link.transport, {
+    ...link.owner, busId: bus.id, timeoutMs: timeoutOverride ?? link.owner.timeoutMs,
     reopenMinMs: 60_000, reopenMaxMs: 60_000, reopenAfterTimeouts: Infinity, log: silentLogger,
   });
 }
@@ -127,21 +116,8 @@ export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: str
   }
 }
 
-/** Any answer — data or a Modbus exception — proves a device owns the id. */
 async function scan(bus: BusOwner, from: number, to: number, out: (line: string) => void): Promise<number> {
-  const found: number[] = [];
-  for (let unit = from; unit <= to; unit++) {
-    try {
-      await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: 3, address: 0, count: 1 }));
-      found.push(unit);
-      out(`unit ${unit}: answered`);
-    } catch (err) {
-      if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') {
-        found.push(unit);
-        out(`unit ${unit}: answered with ${err.message.replace(/ from unit \d+$/, '')}`);
-      }
-    }
-  }
+  const found = await scanUnits(bus, from, to, (unit, how) => out(`unit ${unit}: ${how}`));
   out(found.length > 0 ? `found ${found.length} unit(s): ${found.join(', ')}` : `no unit answered between ${from} and ${to}`);
   return found.length > 0 ? 0 : 1;
 }

@@ -1,7 +1,8 @@
 /**
- * Hook for a driver's own config checks (e.g. the gpio driver's `checkGpioConfig`: pin names, pins used
+ * Type of a driver's own config checks (e.g. the gpio driver's `checkGpioConfig`: pin names, pins used
  * twice). They run after the schema passed, on the typed config with every model merged into `models`, and
- * their problems are reported with all others. Devices may still name an unknown bus or model (that problem
+ * their problems are reported with all others. The caller passes them in (main.ts: the gpio checker); no
+ * global registry, so importing a module never changes how configs validate. Devices may still name an unknown bus or model (that problem
  * is already reported): a checker skips what it cannot resolve, e.g. with
  * `resolveDevices(config, { skipUnresolved: true })`.
  */
@@ -9,11 +10,3 @@ import type { GatewayConfig } from './types.js';
 
 /** Returns `path: message` lines, empty when all is well. Must not throw (a throw becomes one problem). */
 export type ConfigChecker = (config: GatewayConfig) => string[];
-
-/** Checkers every validateConfig/loadConfigFile runs (unless opts.checkers replaces them). */
-export const configCheckers: ConfigChecker[] = [];
-
-/** Adds a checker once (registering the same function twice is a no-op, so modules may register on import). */
-export function registerConfigChecker(checker: ConfigChecker): void {
-  if (!configCheckers.includes(checker)) configCheckers.push(checker);
-}

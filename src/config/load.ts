@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GatewayError } from '../core/errors.js';
-import { configCheckers, type ConfigChecker } from './checkers.js';
+import type { ConfigChecker } from './checkers.js';
 import { checkCrossReferences } from './cross-checks.js';
 import { describeJsonError } from './json.js';
 import { checkModel, isObj } from './model-checks.js';
@@ -17,13 +17,18 @@ import { checkSystem } from './system-checks.js';
 import type { GatewayConfig, ModelConfig, PointConfig, ResolvedDevice } from './types.js';
 import { formatAjvErrors, SCHEMA_URL, validateConfigShape, validateModelShape } from './validator.js';
 
-export { registerConfigChecker, configCheckers, type ConfigChecker } from './checkers.js';
+export type { ConfigChecker } from './checkers.js';
 
 /** The config is invalid; `problems` lists every problem as `path: message` (`(root): …` for the whole file). */
 export class ConfigError extends GatewayError {
   constructor(readonly problems: string[]) {
     super('CONFIG_INVALID', `invalid configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  ${p}`).join('\n')}`);
     this.name = 'ConfigError';
+    // The REST envelope's `data` of a refused config: every problem at its path, for the console to place.
+    this.details = { errors: problems.map((line) => {
+      const at = line.indexOf(': ');
+      return at < 0 ? { path: '(root)', message: line } : { path: line.slice(0, at), message: line.slice(at + 2) };
+    }) };
   }
 }
 
@@ -32,7 +37,7 @@ export interface ValidateOptions {
   env?: NodeJS.ProcessEnv;
   /** Library models by name, instead of reading board/models (problems name them `board/models/<name>.json`). */
   models?: Record<string, unknown>;
-  /** Driver checks to run instead of the registered `configCheckers`. */
+  /** Driver checks to run after the schema passed (default none). */
   checkers?: readonly ConfigChecker[];
 }
 
@@ -148,7 +153,7 @@ function validateWithLibrary(raw: unknown, library: ModelLibrary, env: NodeJS.Pr
  */
 export function validateConfig(raw: unknown, opts: ValidateOptions = {}): GatewayConfig {
   const library = opts.models ? libraryFromRecord(opts.models) : readModelLibrary();
-  return validateWithLibrary(raw, library, opts.env ?? process.env, opts.checkers ?? configCheckers);
+  return validateWithLibrary(raw, library, opts.env ?? process.env, opts.checkers ?? []);
 }
 
 /** Parses a config file's text (not yet validated). Throws ConfigError for bad JSON, with line and column. */
@@ -164,14 +169,16 @@ export function parseConfigText(text: string): unknown {
 
 /** Reads, parses and validates a config file. Throws ConfigError (also for a missing file or bad JSON). */
 export async function loadConfigFile(file: string, opts: LoadOptions = {}): Promise<GatewayConfig> {
-  let text: string;
+  return validateWithLibrary(parseConfigText(await readConfigText(file)), readModelLibrary(opts.modelsDir), opts.env ?? process.env, opts.checkers ?? []);
+}
+
+/** A config file's text; ConfigError when it cannot be read. */
+export async function readConfigText(file: string): Promise<string> {
   try {
-    text = await readFile(file, 'utf8');
+    return await readFile(file, 'utf8');
   } catch (e) {
     throw new ConfigError([`(root): cannot read config file ${file}: ${(e as Error).message}`]);
   }
-  const raw = parseConfigText(text);
-  return validateWithLibrary(raw, readModelLibrary(opts.modelsDir), opts.env ?? process.env, opts.checkers ?? configCheckers);
 }
 
 /**

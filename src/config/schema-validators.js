@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -3220,11 +3220,14 @@ if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 if(data10.tokens === undefined){
 data10.tokens = [];
 }
+if(data10.read_tokens === undefined){
+data10.read_tokens = [];
+}
 if(data10.protect_reads === undefined){
 data10.protect_reads = false;
 }
 for(const key3 in data10){
-if(!((key3 === "tokens") || (key3 === "protect_reads"))){
+if(!(((key3 === "tokens") || (key3 === "read_tokens")) || (key3 === "protect_reads"))){
 const err19 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.http.properties.auth,data:data10};
 if(vErrors === null){
 vErrors = [err19];
@@ -3274,9 +3277,14 @@ vErrors.push(err22);
 }
 errors++;
 }
-let data13 = data10.protect_reads;
-if(typeof data13 !== "boolean"){
-const err23 = {instancePath:instancePath+"/http/auth/protect_reads",schemaPath:"#/properties/http/properties/auth/properties/protect_reads/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.http.properties.auth.properties.protect_reads.type,parentSchema:schema12.properties.http.properties.auth.properties.protect_reads,data:data13};
+let data13 = data10.read_tokens;
+if(Array.isArray(data13)){
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+let data14 = data13[i1];
+if(typeof data14 === "string"){
+if(func3(data14) < 8){
+const err23 = {instancePath:instancePath+"/http/auth/read_tokens/" + i1,schemaPath:"#/properties/http/properties/auth/properties/read_tokens/items/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters",schema:8,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens.items,data:data14};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -3287,7 +3295,7 @@ errors++;
 }
 }
 else {
-const err24 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.properties.auth.type,parentSchema:schema12.properties.http.properties.auth,data:data10};
+const err24 = {instancePath:instancePath+"/http/auth/read_tokens/" + i1,schemaPath:"#/properties/http/properties/auth/properties/read_tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.http.properties.auth.properties.read_tokens.items.type,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens.items,data:data14};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3297,8 +3305,9 @@ vErrors.push(err24);
 errors++;
 }
 }
+}
 else {
-const err25 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.type,parentSchema:schema12.properties.http,data:data6};
+const err25 = {instancePath:instancePath+"/http/auth/read_tokens",schemaPath:"#/properties/http/properties/auth/properties/read_tokens/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.http.properties.auth.properties.read_tokens.type,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens,data:data13};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3307,35 +3316,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-let data14 = data.mqtt;
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
-if(data14.enable === undefined){
-data14.enable = true;
-}
-if(data14.host === undefined){
-data14.host = "0.0.0.0";
-}
-if(data14.port === undefined){
-data14.port = 1883;
-}
-if(data14.ws_port === undefined){
-data14.ws_port = 8083;
-}
-if(data14.base_topic === undefined){
-data14.base_topic = "shadowgate";
-}
-if(data14.users === undefined){
-data14.users = [];
-}
-if(data14.allow_anonymous === undefined){
-data14.allow_anonymous = true;
-}
-if(data14.homeassistant === undefined){
-data14.homeassistant = {};
-}
-for(const key4 in data14){
-if(!(func2.call(schema12.properties.mqtt.properties, key4))){
-const err26 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt,data:data14};
+let data15 = data10.protect_reads;
+if(typeof data15 !== "boolean"){
+const err26 = {instancePath:instancePath+"/http/auth/protect_reads",schemaPath:"#/properties/http/properties/auth/properties/protect_reads/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.http.properties.auth.properties.protect_reads.type,parentSchema:schema12.properties.http.properties.auth.properties.protect_reads,data:data15};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3345,9 +3328,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-let data15 = data14.enable;
-if(typeof data15 !== "boolean"){
-const err27 = {instancePath:instancePath+"/mqtt/enable",schemaPath:"#/properties/mqtt/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.enable,data:data15};
+else {
+const err27 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.properties.auth.type,parentSchema:schema12.properties.http.properties.auth,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3356,10 +3338,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-let data16 = data14.host;
-if(typeof data16 === "string"){
-if(func3(data16) < 1){
-const err28 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.host,data:data16};
+}
+else {
+const err28 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.type,parentSchema:schema12.properties.http,data:data6};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3368,9 +3349,35 @@ vErrors.push(err28);
 }
 errors++;
 }
+let data16 = data.mqtt;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(data16.enable === undefined){
+data16.enable = true;
 }
-else {
-const err29 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.host.type,parentSchema:schema12.properties.mqtt.properties.host,data:data16};
+if(data16.host === undefined){
+data16.host = "0.0.0.0";
+}
+if(data16.port === undefined){
+data16.port = 1883;
+}
+if(data16.ws_port === undefined){
+data16.ws_port = 8083;
+}
+if(data16.base_topic === undefined){
+data16.base_topic = "shadowgate";
+}
+if(data16.users === undefined){
+data16.users = [];
+}
+if(data16.allow_anonymous === undefined){
+data16.allow_anonymous = true;
+}
+if(data16.homeassistant === undefined){
+data16.homeassistant = {};
+}
+for(const key4 in data16){
+if(!(func2.call(schema12.properties.mqtt.properties, key4))){
+const err29 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt,data:data16};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -3379,9 +3386,10 @@ vErrors.push(err29);
 }
 errors++;
 }
-let data17 = data14.port;
-if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
-const err30 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.port.type,parentSchema:schema12.properties.mqtt.properties.port,data:data17};
+}
+let data17 = data16.enable;
+if(typeof data17 !== "boolean"){
+const err30 = {instancePath:instancePath+"/mqtt/enable",schemaPath:"#/properties/mqtt/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.enable,data:data17};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -3390,9 +3398,10 @@ vErrors.push(err30);
 }
 errors++;
 }
-if((typeof data17 == "number") && (isFinite(data17))){
-if(data17 > 65535 || isNaN(data17)){
-const err31 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.port,data:data17};
+let data18 = data16.host;
+if(typeof data18 === "string"){
+if(func3(data18) < 1){
+const err31 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.host,data:data18};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -3401,8 +3410,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data17 < 0 || isNaN(data17)){
-const err32 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.port,data:data17};
+}
+else {
+const err32 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.host.type,parentSchema:schema12.properties.mqtt.properties.host,data:data18};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3411,10 +3421,9 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-let data18 = data14.ws_port;
-if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
-const err33 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.ws_port.type,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data18};
+let data19 = data16.port;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err33 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.port.type,parentSchema:schema12.properties.mqtt.properties.port,data:data19};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -3423,9 +3432,9 @@ vErrors.push(err33);
 }
 errors++;
 }
-if((typeof data18 == "number") && (isFinite(data18))){
-if(data18 > 65535 || isNaN(data18)){
-const err34 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data18};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 65535 || isNaN(data19)){
+const err34 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.port,data:data19};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3434,8 +3443,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data18 < 0 || isNaN(data18)){
-const err35 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data18};
+if(data19 < 0 || isNaN(data19)){
+const err35 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.port,data:data19};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3445,10 +3454,9 @@ vErrors.push(err35);
 errors++;
 }
 }
-let data19 = data14.base_topic;
-if(typeof data19 === "string"){
-if(!pattern1.test(data19)){
-const err36 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/pattern",keyword:"pattern",params:{pattern: "^[^#+]+$"},message:"must match pattern \""+"^[^#+]+$"+"\"",schema:"^[^#+]+$",parentSchema:schema12.properties.mqtt.properties.base_topic,data:data19};
+let data20 = data16.ws_port;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err36 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.ws_port.type,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data20};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -3457,9 +3465,9 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.base_topic.type,parentSchema:schema12.properties.mqtt.properties.base_topic,data:data19};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 65535 || isNaN(data20)){
+const err37 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data20};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -3468,17 +3476,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-let data20 = data14.users;
-if(Array.isArray(data20)){
-const len1 = data20.length;
-for(let i1=0; i1<len1; i1++){
-let data21 = data20[i1];
-if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
-if(data21.can_write === undefined){
-data21.can_write = false;
-}
-if(data21.username === undefined){
-const err38 = {instancePath:instancePath+"/mqtt/users/" + i1,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data21};
+if(data20 < 0 || isNaN(data20)){
+const err38 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data20};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3487,8 +3486,11 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data21.password_hash === undefined){
-const err39 = {instancePath:instancePath+"/mqtt/users/" + i1,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "password_hash"},message:"must have required property '"+"password_hash"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data21};
+}
+let data21 = data16.base_topic;
+if(typeof data21 === "string"){
+if(!pattern1.test(data21)){
+const err39 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/pattern",keyword:"pattern",params:{pattern: "^[^#+]+$"},message:"must match pattern \""+"^[^#+]+$"+"\"",schema:"^[^#+]+$",parentSchema:schema12.properties.mqtt.properties.base_topic,data:data21};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3497,9 +3499,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-for(const key5 in data21){
-if(!(((key5 === "username") || (key5 === "password_hash")) || (key5 === "can_write"))){
-const err40 = {instancePath:instancePath+"/mqtt/users/" + i1,schemaPath:"#/properties/mqtt/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.users.items,data:data21};
+}
+else {
+const err40 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.base_topic.type,parentSchema:schema12.properties.mqtt.properties.base_topic,data:data21};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3508,12 +3510,17 @@ vErrors.push(err40);
 }
 errors++;
 }
+let data22 = data16.users;
+if(Array.isArray(data22)){
+const len2 = data22.length;
+for(let i2=0; i2<len2; i2++){
+let data23 = data22[i2];
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.can_write === undefined){
+data23.can_write = false;
 }
-if(data21.username !== undefined){
-let data22 = data21.username;
-if(typeof data22 === "string"){
-if(func3(data22) < 1){
-const err41 = {instancePath:instancePath+"/mqtt/users/" + i1+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data22};
+if(data23.username === undefined){
+const err41 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3522,9 +3529,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-else {
-const err42 = {instancePath:instancePath+"/mqtt/users/" + i1+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.username.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data22};
+if(data23.password_hash === undefined){
+const err42 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "password_hash"},message:"must have required property '"+"password_hash"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3533,12 +3539,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-if(data21.password_hash !== undefined){
-let data23 = data21.password_hash;
-if(typeof data23 === "string"){
-if(func3(data23) < 1){
-const err43 = {instancePath:instancePath+"/mqtt/users/" + i1+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data23};
+for(const key5 in data23){
+if(!(((key5 === "username") || (key5 === "password_hash")) || (key5 === "can_write"))){
+const err43 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3548,8 +3551,11 @@ vErrors.push(err43);
 errors++;
 }
 }
-else {
-const err44 = {instancePath:instancePath+"/mqtt/users/" + i1+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.password_hash.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data23};
+if(data23.username !== undefined){
+let data24 = data23.username;
+if(typeof data24 === "string"){
+if(func3(data24) < 1){
+const err44 = {instancePath:instancePath+"/mqtt/users/" + i2+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data24};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -3559,9 +3565,8 @@ vErrors.push(err44);
 errors++;
 }
 }
-let data24 = data21.can_write;
-if(typeof data24 !== "boolean"){
-const err45 = {instancePath:instancePath+"/mqtt/users/" + i1+"/can_write",schemaPath:"#/properties/mqtt/properties/users/items/properties/can_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.users.items.properties.can_write.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.can_write,data:data24};
+else {
+const err45 = {instancePath:instancePath+"/mqtt/users/" + i2+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.username.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data24};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -3571,8 +3576,11 @@ vErrors.push(err45);
 errors++;
 }
 }
-else {
-const err46 = {instancePath:instancePath+"/mqtt/users/" + i1,schemaPath:"#/properties/mqtt/properties/users/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.users.items.type,parentSchema:schema12.properties.mqtt.properties.users.items,data:data21};
+if(data23.password_hash !== undefined){
+let data25 = data23.password_hash;
+if(typeof data25 === "string"){
+if(func3(data25) < 1){
+const err46 = {instancePath:instancePath+"/mqtt/users/" + i2+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data25};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -3582,9 +3590,8 @@ vErrors.push(err46);
 errors++;
 }
 }
-}
 else {
-const err47 = {instancePath:instancePath+"/mqtt/users",schemaPath:"#/properties/mqtt/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.mqtt.properties.users.type,parentSchema:schema12.properties.mqtt.properties.users,data:data20};
+const err47 = {instancePath:instancePath+"/mqtt/users/" + i2+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.password_hash.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data25};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -3593,9 +3600,10 @@ vErrors.push(err47);
 }
 errors++;
 }
-let data25 = data14.allow_anonymous;
-if(typeof data25 !== "boolean"){
-const err48 = {instancePath:instancePath+"/mqtt/allow_anonymous",schemaPath:"#/properties/mqtt/properties/allow_anonymous/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.allow_anonymous.type,parentSchema:schema12.properties.mqtt.properties.allow_anonymous,data:data25};
+}
+let data26 = data23.can_write;
+if(typeof data26 !== "boolean"){
+const err48 = {instancePath:instancePath+"/mqtt/users/" + i2+"/can_write",schemaPath:"#/properties/mqtt/properties/users/items/properties/can_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.users.items.properties.can_write.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.can_write,data:data26};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -3604,17 +3612,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-let data26 = data14.homeassistant;
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.enable === undefined){
-data26.enable = false;
 }
-if(data26.prefix === undefined){
-data26.prefix = "homeassistant";
-}
-for(const key6 in data26){
-if(!((key6 === "enable") || (key6 === "prefix"))){
-const err49 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data26};
+else {
+const err49 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.users.items.type,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -3624,9 +3624,9 @@ vErrors.push(err49);
 errors++;
 }
 }
-let data27 = data26.enable;
-if(typeof data27 !== "boolean"){
-const err50 = {instancePath:instancePath+"/mqtt/homeassistant/enable",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.homeassistant.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.enable,data:data27};
+}
+else {
+const err50 = {instancePath:instancePath+"/mqtt/users",schemaPath:"#/properties/mqtt/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.mqtt.properties.users.type,parentSchema:schema12.properties.mqtt.properties.users,data:data22};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -3635,10 +3635,9 @@ vErrors.push(err50);
 }
 errors++;
 }
-let data28 = data26.prefix;
-if(typeof data28 === "string"){
-if(func3(data28) < 1){
-const err51 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data28};
+let data27 = data16.allow_anonymous;
+if(typeof data27 !== "boolean"){
+const err51 = {instancePath:instancePath+"/mqtt/allow_anonymous",schemaPath:"#/properties/mqtt/properties/allow_anonymous/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.allow_anonymous.type,parentSchema:schema12.properties.mqtt.properties.allow_anonymous,data:data27};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -3647,9 +3646,17 @@ vErrors.push(err51);
 }
 errors++;
 }
+let data28 = data16.homeassistant;
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.enable === undefined){
+data28.enable = false;
 }
-else {
-const err52 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.homeassistant.properties.prefix.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data28};
+if(data28.prefix === undefined){
+data28.prefix = "homeassistant";
+}
+for(const key6 in data28){
+if(!((key6 === "enable") || (key6 === "prefix"))){
+const err52 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data28};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -3659,8 +3666,9 @@ vErrors.push(err52);
 errors++;
 }
 }
-else {
-const err53 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.homeassistant.type,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data26};
+let data29 = data28.enable;
+if(typeof data29 !== "boolean"){
+const err53 = {instancePath:instancePath+"/mqtt/homeassistant/enable",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.homeassistant.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.enable,data:data29};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -3669,14 +3677,10 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(data14.bridge !== undefined){
-let data29 = data14.bridge;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.queue_max === undefined){
-data29.queue_max = "64MB";
-}
-if(data29.url === undefined){
-const err54 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data29};
+let data30 = data28.prefix;
+if(typeof data30 === "string"){
+if(func3(data30) < 1){
+const err54 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data30};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -3685,8 +3689,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data29.topic_prefix === undefined){
-const err55 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "topic_prefix"},message:"must have required property '"+"topic_prefix"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data29};
+}
+else {
+const err55 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.homeassistant.properties.prefix.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data30};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -3695,9 +3700,9 @@ vErrors.push(err55);
 }
 errors++;
 }
-for(const key7 in data29){
-if(!((((((key7 === "url") || (key7 === "username")) || (key7 === "password")) || (key7 === "topic_prefix")) || (key7 === "queue_max")) || (key7 === "client_id"))){
-const err56 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.bridge,data:data29};
+}
+else {
+const err56 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.homeassistant.type,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data28};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -3706,12 +3711,14 @@ vErrors.push(err56);
 }
 errors++;
 }
+if(data16.bridge !== undefined){
+let data31 = data16.bridge;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.queue_max === undefined){
+data31.queue_max = "64MB";
 }
-if(data29.url !== undefined){
-let data30 = data29.url;
-if(typeof data30 === "string"){
-if(!pattern2.test(data30)){
-const err57 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/pattern",keyword:"pattern",params:{pattern: "^(mqtts?|wss?|tcp|tls)://.+"},message:"must match pattern \""+"^(mqtts?|wss?|tcp|tls)://.+"+"\"",schema:"^(mqtts?|wss?|tcp|tls)://.+",parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data30};
+if(data31.url === undefined){
+const err57 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -3720,9 +3727,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.url.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data30};
+if(data31.topic_prefix === undefined){
+const err58 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "topic_prefix"},message:"must have required property '"+"topic_prefix"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -3731,11 +3737,9 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-if(data29.username !== undefined){
-let data31 = data29.username;
-if(typeof data31 !== "string"){
-const err59 = {instancePath:instancePath+"/mqtt/bridge/username",schemaPath:"#/properties/mqtt/properties/bridge/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.username.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.username,data:data31};
+for(const key7 in data31){
+if(!((((((key7 === "url") || (key7 === "username")) || (key7 === "password")) || (key7 === "topic_prefix")) || (key7 === "queue_max")) || (key7 === "client_id"))){
+const err59 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -3745,10 +3749,11 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data29.password !== undefined){
-let data32 = data29.password;
-if(typeof data32 !== "string"){
-const err60 = {instancePath:instancePath+"/mqtt/bridge/password",schemaPath:"#/properties/mqtt/properties/bridge/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.password.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.password,data:data32};
+if(data31.url !== undefined){
+let data32 = data31.url;
+if(typeof data32 === "string"){
+if(!pattern2.test(data32)){
+const err60 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/pattern",keyword:"pattern",params:{pattern: "^(mqtts?|wss?|tcp|tls)://.+"},message:"must match pattern \""+"^(mqtts?|wss?|tcp|tls)://.+"+"\"",schema:"^(mqtts?|wss?|tcp|tls)://.+",parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data32};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -3758,11 +3763,8 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data29.topic_prefix !== undefined){
-let data33 = data29.topic_prefix;
-if(typeof data33 === "string"){
-if(func3(data33) < 1){
-const err61 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data33};
+else {
+const err61 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.url.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data32};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -3772,8 +3774,10 @@ vErrors.push(err61);
 errors++;
 }
 }
-else {
-const err62 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data33};
+if(data31.username !== undefined){
+let data33 = data31.username;
+if(typeof data33 !== "string"){
+const err62 = {instancePath:instancePath+"/mqtt/bridge/username",schemaPath:"#/properties/mqtt/properties/bridge/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.username.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.username,data:data33};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -3783,10 +3787,10 @@ vErrors.push(err62);
 errors++;
 }
 }
-let data34 = data29.queue_max;
-if(typeof data34 === "string"){
-if(!pattern0.test(data34)){
-const err63 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data34};
+if(data31.password !== undefined){
+let data34 = data31.password;
+if(typeof data34 !== "string"){
+const err63 = {instancePath:instancePath+"/mqtt/bridge/password",schemaPath:"#/properties/mqtt/properties/bridge/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.password.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.password,data:data34};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -3796,8 +3800,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-else {
-const err64 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data34};
+if(data31.topic_prefix !== undefined){
+let data35 = data31.topic_prefix;
+if(typeof data35 === "string"){
+if(func3(data35) < 1){
+const err64 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data35};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -3806,11 +3813,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(data29.client_id !== undefined){
-let data35 = data29.client_id;
-if(typeof data35 === "string"){
-if(func3(data35) < 1){
-const err65 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data35};
+}
+else {
+const err65 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data35};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -3820,8 +3825,10 @@ vErrors.push(err65);
 errors++;
 }
 }
-else {
-const err66 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.client_id.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data35};
+let data36 = data31.queue_max;
+if(typeof data36 === "string"){
+if(!pattern0.test(data36)){
+const err66 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data36};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -3831,9 +3838,8 @@ vErrors.push(err66);
 errors++;
 }
 }
-}
 else {
-const err67 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.bridge.type,parentSchema:schema12.properties.mqtt.properties.bridge,data:data29};
+const err67 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data36};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -3842,10 +3848,11 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-}
-else {
-const err68 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.type,parentSchema:schema12.properties.mqtt,data:data14};
+if(data31.client_id !== undefined){
+let data37 = data31.client_id;
+if(typeof data37 === "string"){
+if(func3(data37) < 1){
+const err68 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data37};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -3854,26 +3861,9 @@ vErrors.push(err68);
 }
 errors++;
 }
-let data36 = data.shadow;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.max_devices === undefined){
-data36.max_devices = 1024;
 }
-if(data36.max_points === undefined){
-data36.max_points = 65536;
-}
-if(data36.default_ttl === undefined){
-data36.default_ttl = "5m";
-}
-if(data36.check_interval === undefined){
-data36.check_interval = "1s";
-}
-if(data36.persist_interval === undefined){
-data36.persist_interval = "10s";
-}
-for(const key8 in data36){
-if(!(((((key8 === "max_devices") || (key8 === "max_points")) || (key8 === "default_ttl")) || (key8 === "check_interval")) || (key8 === "persist_interval"))){
-const err69 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.shadow,data:data36};
+else {
+const err69 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.client_id.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data37};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -3883,9 +3873,9 @@ vErrors.push(err69);
 errors++;
 }
 }
-let data37 = data36.max_devices;
-if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
-const err70 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_devices.type,parentSchema:schema12.properties.shadow.properties.max_devices,data:data37};
+}
+else {
+const err70 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.bridge.type,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -3894,9 +3884,10 @@ vErrors.push(err70);
 }
 errors++;
 }
-if((typeof data37 == "number") && (isFinite(data37))){
-if(data37 > 1000000 || isNaN(data37)){
-const err71 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000",schema:1000000,parentSchema:schema12.properties.shadow.properties.max_devices,data:data37};
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.type,parentSchema:schema12.properties.mqtt,data:data16};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -3905,8 +3896,26 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data37 < 1 || isNaN(data37)){
-const err72 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_devices,data:data37};
+let data38 = data.shadow;
+if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
+if(data38.max_devices === undefined){
+data38.max_devices = 1024;
+}
+if(data38.max_points === undefined){
+data38.max_points = 65536;
+}
+if(data38.default_ttl === undefined){
+data38.default_ttl = "5m";
+}
+if(data38.check_interval === undefined){
+data38.check_interval = "1s";
+}
+if(data38.persist_interval === undefined){
+data38.persist_interval = "10s";
+}
+for(const key8 in data38){
+if(!(((((key8 === "max_devices") || (key8 === "max_points")) || (key8 === "default_ttl")) || (key8 === "check_interval")) || (key8 === "persist_interval"))){
+const err72 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.shadow,data:data38};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -3916,9 +3925,9 @@ vErrors.push(err72);
 errors++;
 }
 }
-let data38 = data36.max_points;
-if(!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))){
-const err73 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_points.type,parentSchema:schema12.properties.shadow.properties.max_points,data:data38};
+let data39 = data38.max_devices;
+if(!(((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39))) && (isFinite(data39)))){
+const err73 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_devices.type,parentSchema:schema12.properties.shadow.properties.max_devices,data:data39};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -3927,9 +3936,9 @@ vErrors.push(err73);
 }
 errors++;
 }
-if((typeof data38 == "number") && (isFinite(data38))){
-if(data38 > 100000000 || isNaN(data38)){
-const err74 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000",schema:100000000,parentSchema:schema12.properties.shadow.properties.max_points,data:data38};
+if((typeof data39 == "number") && (isFinite(data39))){
+if(data39 > 1000000 || isNaN(data39)){
+const err74 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000",schema:1000000,parentSchema:schema12.properties.shadow.properties.max_devices,data:data39};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -3938,8 +3947,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(data38 < 1 || isNaN(data38)){
-const err75 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_points,data:data38};
+if(data39 < 1 || isNaN(data39)){
+const err75 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_devices,data:data39};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -3949,10 +3958,9 @@ vErrors.push(err75);
 errors++;
 }
 }
-let data39 = data36.default_ttl;
-if(typeof data39 === "string"){
-if(!pattern4.test(data39)){
-const err76 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data39};
+let data40 = data38.max_points;
+if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
+const err76 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_points.type,parentSchema:schema12.properties.shadow.properties.max_points,data:data40};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -3961,9 +3969,9 @@ vErrors.push(err76);
 }
 errors++;
 }
-}
-else {
-const err77 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data39};
+if((typeof data40 == "number") && (isFinite(data40))){
+if(data40 > 100000000 || isNaN(data40)){
+const err77 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000",schema:100000000,parentSchema:schema12.properties.shadow.properties.max_points,data:data40};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -3972,10 +3980,8 @@ vErrors.push(err77);
 }
 errors++;
 }
-let data40 = data36.check_interval;
-if(typeof data40 === "string"){
-if(!pattern4.test(data40)){
-const err78 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data40};
+if(data40 < 1 || isNaN(data40)){
+const err78 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_points,data:data40};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -3985,8 +3991,10 @@ vErrors.push(err78);
 errors++;
 }
 }
-else {
-const err79 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data40};
+let data41 = data38.default_ttl;
+if(typeof data41 === "string"){
+if(!pattern4.test(data41)){
+const err79 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data41};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -3995,10 +4003,9 @@ vErrors.push(err79);
 }
 errors++;
 }
-let data41 = data36.persist_interval;
-if(typeof data41 === "string"){
-if(!pattern4.test(data41)){
-const err80 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data41};
+}
+else {
+const err80 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data41};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -4007,9 +4014,10 @@ vErrors.push(err80);
 }
 errors++;
 }
-}
-else {
-const err81 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data41};
+let data42 = data38.check_interval;
+if(typeof data42 === "string"){
+if(!pattern4.test(data42)){
+const err81 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data42};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -4020,7 +4028,7 @@ errors++;
 }
 }
 else {
-const err82 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.shadow.type,parentSchema:schema12.properties.shadow,data:data36};
+const err82 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data42};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -4029,20 +4037,10 @@ vErrors.push(err82);
 }
 errors++;
 }
-let data42 = data.history;
-if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-if(data42.enable === undefined){
-data42.enable = true;
-}
-if(data42.retention === undefined){
-data42.retention = "30d";
-}
-if(data42.max_disk === undefined){
-data42.max_disk = "512MB";
-}
-for(const key9 in data42){
-if(!(((key9 === "enable") || (key9 === "retention")) || (key9 === "max_disk"))){
-const err83 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.history,data:data42};
+let data43 = data38.persist_interval;
+if(typeof data43 === "string"){
+if(!pattern4.test(data43)){
+const err83 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data43};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -4052,9 +4050,8 @@ vErrors.push(err83);
 errors++;
 }
 }
-let data43 = data42.enable;
-if(typeof data43 !== "boolean"){
-const err84 = {instancePath:instancePath+"/history/enable",schemaPath:"#/properties/history/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.history.properties.enable.type,parentSchema:schema12.properties.history.properties.enable,data:data43};
+else {
+const err84 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data43};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -4063,10 +4060,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-let data44 = data42.retention;
-if(typeof data44 === "string"){
-if(!pattern4.test(data44)){
-const err85 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data44};
+}
+else {
+const err85 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.shadow.type,parentSchema:schema12.properties.shadow,data:data38};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -4075,9 +4071,20 @@ vErrors.push(err85);
 }
 errors++;
 }
+let data44 = data.history;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+if(data44.enable === undefined){
+data44.enable = true;
 }
-else {
-const err86 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data44};
+if(data44.retention === undefined){
+data44.retention = "30d";
+}
+if(data44.max_disk === undefined){
+data44.max_disk = "512MB";
+}
+for(const key9 in data44){
+if(!(((key9 === "enable") || (key9 === "retention")) || (key9 === "max_disk"))){
+const err86 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.history,data:data44};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -4086,10 +4093,10 @@ vErrors.push(err86);
 }
 errors++;
 }
-let data45 = data42.max_disk;
-if(typeof data45 === "string"){
-if(!pattern0.test(data45)){
-const err87 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data45};
+}
+let data45 = data44.enable;
+if(typeof data45 !== "boolean"){
+const err87 = {instancePath:instancePath+"/history/enable",schemaPath:"#/properties/history/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.history.properties.enable.type,parentSchema:schema12.properties.history.properties.enable,data:data45};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -4098,9 +4105,10 @@ vErrors.push(err87);
 }
 errors++;
 }
-}
-else {
-const err88 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data45};
+let data46 = data44.retention;
+if(typeof data46 === "string"){
+if(!pattern4.test(data46)){
+const err88 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data46};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -4111,7 +4119,7 @@ errors++;
 }
 }
 else {
-const err89 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.history.type,parentSchema:schema12.properties.history,data:data42};
+const err89 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data46};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -4120,14 +4128,10 @@ vErrors.push(err89);
 }
 errors++;
 }
-let data46 = data.export;
-if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
-if(data46.shadow === undefined){
-data46.shadow = {};
-}
-for(const key10 in data46){
-if(!(key10 === "shadow")){
-const err90 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export,data:data46};
+let data47 = data44.max_disk;
+if(typeof data47 === "string"){
+if(!pattern0.test(data47)){
+const err90 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data47};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -4137,23 +4141,8 @@ vErrors.push(err90);
 errors++;
 }
 }
-let data47 = data46.shadow;
-if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
-if(data47.enable === undefined){
-data47.enable = false;
-}
-if(data47.format === undefined){
-data47.format = "json";
-}
-if(data47.interval === undefined){
-data47.interval = "10s";
-}
-if(data47.targets === undefined){
-data47.targets = [];
-}
-for(const key11 in data47){
-if(!((((((key11 === "enable") || (key11 === "format")) || (key11 === "interval")) || (key11 === "targets")) || (key11 === "http")) || (key11 === "file"))){
-const err91 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow,data:data47};
+else {
+const err91 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data47};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -4163,9 +4152,8 @@ vErrors.push(err91);
 errors++;
 }
 }
-let data48 = data47.enable;
-if(typeof data48 !== "boolean"){
-const err92 = {instancePath:instancePath+"/export/shadow/enable",schemaPath:"#/properties/export/properties/shadow/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.export.properties.shadow.properties.enable.type,parentSchema:schema12.properties.export.properties.shadow.properties.enable,data:data48};
+else {
+const err92 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.history.type,parentSchema:schema12.properties.history,data:data44};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -4174,9 +4162,14 @@ vErrors.push(err92);
 }
 errors++;
 }
-let data49 = data47.format;
-if(!(data49 === "json")){
-const err93 = {instancePath:instancePath+"/export/shadow/format",schemaPath:"#/properties/export/properties/shadow/properties/format/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.format.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.format.enum,parentSchema:schema12.properties.export.properties.shadow.properties.format,data:data49};
+let data48 = data.export;
+if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
+if(data48.shadow === undefined){
+data48.shadow = {};
+}
+for(const key10 in data48){
+if(!(key10 === "shadow")){
+const err93 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export,data:data48};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -4185,10 +4178,24 @@ vErrors.push(err93);
 }
 errors++;
 }
-let data50 = data47.interval;
-if(typeof data50 === "string"){
-if(!pattern4.test(data50)){
-const err94 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data50};
+}
+let data49 = data48.shadow;
+if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
+if(data49.enable === undefined){
+data49.enable = false;
+}
+if(data49.format === undefined){
+data49.format = "json";
+}
+if(data49.interval === undefined){
+data49.interval = "10s";
+}
+if(data49.targets === undefined){
+data49.targets = [];
+}
+for(const key11 in data49){
+if(!((((((key11 === "enable") || (key11 === "format")) || (key11 === "interval")) || (key11 === "targets")) || (key11 === "http")) || (key11 === "file"))){
+const err94 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow,data:data49};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -4198,8 +4205,9 @@ vErrors.push(err94);
 errors++;
 }
 }
-else {
-const err95 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data50};
+let data50 = data49.enable;
+if(typeof data50 !== "boolean"){
+const err95 = {instancePath:instancePath+"/export/shadow/enable",schemaPath:"#/properties/export/properties/shadow/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.export.properties.shadow.properties.enable.type,parentSchema:schema12.properties.export.properties.shadow.properties.enable,data:data50};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -4208,13 +4216,9 @@ vErrors.push(err95);
 }
 errors++;
 }
-let data51 = data47.targets;
-if(Array.isArray(data51)){
-const len2 = data51.length;
-for(let i2=0; i2<len2; i2++){
-let data52 = data51[i2];
-if(!(((data52 === "mqtt") || (data52 === "http")) || (data52 === "file"))){
-const err96 = {instancePath:instancePath+"/export/shadow/targets/" + i2,schemaPath:"#/properties/export/properties/shadow/properties/targets/items/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.targets.items.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.targets.items.enum,parentSchema:schema12.properties.export.properties.shadow.properties.targets.items,data:data52};
+let data51 = data49.format;
+if(!(data51 === "json")){
+const err96 = {instancePath:instancePath+"/export/shadow/format",schemaPath:"#/properties/export/properties/shadow/properties/format/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.format.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.format.enum,parentSchema:schema12.properties.export.properties.shadow.properties.format,data:data51};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -4223,20 +4227,58 @@ vErrors.push(err96);
 }
 errors++;
 }
-}
-let i3 = data51.length;
-let j0;
-if(i3 > 1){
-outer0:
-for(;i3--;){
-for(j0 = i3; j0--;){
-if(func0(data51[i3], data51[j0])){
-const err97 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i3+" are identical)",schema:true,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data51};
+let data52 = data49.interval;
+if(typeof data52 === "string"){
+if(!pattern4.test(data52)){
+const err97 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data52};
 if(vErrors === null){
 vErrors = [err97];
 }
 else {
 vErrors.push(err97);
+}
+errors++;
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data52};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+let data53 = data49.targets;
+if(Array.isArray(data53)){
+const len3 = data53.length;
+for(let i3=0; i3<len3; i3++){
+let data54 = data53[i3];
+if(!(((data54 === "mqtt") || (data54 === "http")) || (data54 === "file"))){
+const err99 = {instancePath:instancePath+"/export/shadow/targets/" + i3,schemaPath:"#/properties/export/properties/shadow/properties/targets/items/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.targets.items.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.targets.items.enum,parentSchema:schema12.properties.export.properties.shadow.properties.targets.items,data:data54};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+let i4 = data53.length;
+let j0;
+if(i4 > 1){
+outer0:
+for(;i4--;){
+for(j0 = i4; j0--;){
+if(func0(data53[i4], data53[j0])){
+const err100 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/uniqueItems",keyword:"uniqueItems",params:{i: i4, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i4+" are identical)",schema:true,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data53};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
 }
 errors++;
 break outer0;
@@ -4246,51 +4288,7 @@ break outer0;
 }
 }
 else {
-const err98 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.export.properties.shadow.properties.targets.type,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data51};
-if(vErrors === null){
-vErrors = [err98];
-}
-else {
-vErrors.push(err98);
-}
-errors++;
-}
-if(data47.http !== undefined){
-let data53 = data47.http;
-if(data53 && typeof data53 == "object" && !Array.isArray(data53)){
-if(data53.timeout === undefined){
-data53.timeout = "5s";
-}
-if(data53.queue_max === undefined){
-data53.queue_max = 100;
-}
-if(data53.url === undefined){
-const err99 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.export.properties.shadow.properties.http.required,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data53};
-if(vErrors === null){
-vErrors = [err99];
-}
-else {
-vErrors.push(err99);
-}
-errors++;
-}
-for(const key12 in data53){
-if(!(((key12 === "url") || (key12 === "timeout")) || (key12 === "queue_max"))){
-const err100 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data53};
-if(vErrors === null){
-vErrors = [err100];
-}
-else {
-vErrors.push(err100);
-}
-errors++;
-}
-}
-if(data53.url !== undefined){
-let data54 = data53.url;
-if(typeof data54 === "string"){
-if(!pattern10.test(data54)){
-const err101 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://.+"},message:"must match pattern \""+"^https?://.+"+"\"",schema:"^https?://.+",parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data54};
+const err101 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.export.properties.shadow.properties.targets.type,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data53};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -4299,9 +4297,17 @@ vErrors.push(err101);
 }
 errors++;
 }
+if(data49.http !== undefined){
+let data55 = data49.http;
+if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
+if(data55.timeout === undefined){
+data55.timeout = "5s";
 }
-else {
-const err102 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.http.properties.url.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data54};
+if(data55.queue_max === undefined){
+data55.queue_max = 100;
+}
+if(data55.url === undefined){
+const err102 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.export.properties.shadow.properties.http.required,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data55};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -4310,11 +4316,9 @@ vErrors.push(err102);
 }
 errors++;
 }
-}
-let data55 = data53.timeout;
-if(typeof data55 === "string"){
-if(!pattern4.test(data55)){
-const err103 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data55};
+for(const key12 in data55){
+if(!(((key12 === "url") || (key12 === "timeout")) || (key12 === "queue_max"))){
+const err103 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data55};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -4324,8 +4328,11 @@ vErrors.push(err103);
 errors++;
 }
 }
-else {
-const err104 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data55};
+if(data55.url !== undefined){
+let data56 = data55.url;
+if(typeof data56 === "string"){
+if(!pattern10.test(data56)){
+const err104 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://.+"},message:"must match pattern \""+"^https?://.+"+"\"",schema:"^https?://.+",parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data56};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -4334,9 +4341,9 @@ vErrors.push(err104);
 }
 errors++;
 }
-let data56 = data53.queue_max;
-if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
-const err105 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data56};
+}
+else {
+const err105 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.http.properties.url.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data56};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -4345,9 +4352,11 @@ vErrors.push(err105);
 }
 errors++;
 }
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 > 100000 || isNaN(data56)){
-const err106 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data56};
+}
+let data57 = data55.timeout;
+if(typeof data57 === "string"){
+if(!pattern4.test(data57)){
+const err106 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data57};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -4356,8 +4365,9 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data56 < 0 || isNaN(data56)){
-const err107 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data56};
+}
+else {
+const err107 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data57};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -4366,10 +4376,9 @@ vErrors.push(err107);
 }
 errors++;
 }
-}
-}
-else {
-const err108 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.http.type,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data53};
+let data58 = data55.queue_max;
+if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
+const err108 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data58};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -4378,18 +4387,9 @@ vErrors.push(err108);
 }
 errors++;
 }
-}
-if(data47.file !== undefined){
-let data57 = data47.file;
-if(data57 && typeof data57 == "object" && !Array.isArray(data57)){
-if(data57.mode === undefined){
-data57.mode = "snapshot";
-}
-if(data57.max_size === undefined){
-data57.max_size = "10MB";
-}
-if(data57.path === undefined){
-const err109 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema12.properties.export.properties.shadow.properties.file.required,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data57};
+if((typeof data58 == "number") && (isFinite(data58))){
+if(data58 > 100000 || isNaN(data58)){
+const err109 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data58};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -4398,9 +4398,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-for(const key13 in data57){
-if(!(((key13 === "path") || (key13 === "mode")) || (key13 === "max_size"))){
-const err110 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data57};
+if(data58 < 0 || isNaN(data58)){
+const err110 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data58};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -4410,11 +4409,9 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data57.path !== undefined){
-let data58 = data57.path;
-if(typeof data58 === "string"){
-if(func3(data58) < 1){
-const err111 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data58};
+}
+else {
+const err111 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.http.type,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data55};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -4424,8 +4421,17 @@ vErrors.push(err111);
 errors++;
 }
 }
-else {
-const err112 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.file.properties.path.type,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data58};
+if(data49.file !== undefined){
+let data59 = data49.file;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.mode === undefined){
+data59.mode = "snapshot";
+}
+if(data59.max_size === undefined){
+data59.max_size = "10MB";
+}
+if(data59.path === undefined){
+const err112 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema12.properties.export.properties.shadow.properties.file.required,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data59};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -4434,10 +4440,9 @@ vErrors.push(err112);
 }
 errors++;
 }
-}
-let data59 = data57.mode;
-if(!((data59 === "snapshot") || (data59 === "append"))){
-const err113 = {instancePath:instancePath+"/export/shadow/file/mode",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/mode/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.file.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.file.properties.mode.enum,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.mode,data:data59};
+for(const key13 in data59){
+if(!(((key13 === "path") || (key13 === "mode")) || (key13 === "max_size"))){
+const err113 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data59};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -4446,10 +4451,12 @@ vErrors.push(err113);
 }
 errors++;
 }
-let data60 = data57.max_size;
+}
+if(data59.path !== undefined){
+let data60 = data59.path;
 if(typeof data60 === "string"){
-if(!pattern0.test(data60)){
-const err114 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data60};
+if(func3(data60) < 1){
+const err114 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data60};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -4460,7 +4467,7 @@ errors++;
 }
 }
 else {
-const err115 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data60};
+const err115 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.file.properties.path.type,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data60};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -4470,8 +4477,9 @@ vErrors.push(err115);
 errors++;
 }
 }
-else {
-const err116 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.file.type,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data57};
+let data61 = data59.mode;
+if(!((data61 === "snapshot") || (data61 === "append"))){
+const err116 = {instancePath:instancePath+"/export/shadow/file/mode",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/mode/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.file.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.file.properties.mode.enum,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.mode,data:data61};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -4480,10 +4488,10 @@ vErrors.push(err116);
 }
 errors++;
 }
-}
-}
-else {
-const err117 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.type,parentSchema:schema12.properties.export.properties.shadow,data:data47};
+let data62 = data59.max_size;
+if(typeof data62 === "string"){
+if(!pattern0.test(data62)){
+const err117 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data62};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -4494,7 +4502,7 @@ errors++;
 }
 }
 else {
-const err118 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.type,parentSchema:schema12.properties.export,data:data46};
+const err118 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data62};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -4503,18 +4511,9 @@ vErrors.push(err118);
 }
 errors++;
 }
-let data61 = data.buses;
-if(Array.isArray(data61)){
-const len3 = data61.length;
-for(let i4=0; i4<len3; i4++){
-if(!(validate12(data61[i4], {instancePath:instancePath+"/buses/" + i4,parentData:data61,parentDataProperty:i4,rootData}))){
-vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
-errors = vErrors.length;
-}
-}
 }
 else {
-const err119 = {instancePath:instancePath+"/buses",schemaPath:"#/properties/buses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.buses.type,parentSchema:schema12.properties.buses,data:data61};
+const err119 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.file.type,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data59};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -4523,13 +4522,10 @@ vErrors.push(err119);
 }
 errors++;
 }
-let data63 = data.models;
-if(data63 && typeof data63 == "object" && !Array.isArray(data63)){
-for(const key14 in data63){
-const _errs158 = errors;
-if(typeof key14 === "string"){
-if(!pattern13.test(key14)){
-const err120 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:key14,propertyName:key14};
+}
+}
+else {
+const err120 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.type,parentSchema:schema12.properties.export.properties.shadow,data:data49};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -4540,7 +4536,7 @@ errors++;
 }
 }
 else {
-const err121 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:key14,propertyName:key14};
+const err121 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.type,parentSchema:schema12.properties.export,data:data48};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -4549,9 +4545,18 @@ vErrors.push(err121);
 }
 errors++;
 }
-var valid33 = _errs158 === errors;
-if(!valid33){
-const err122 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/propertyNames",keyword:"propertyNames",params:{propertyName: key14},message:"property name must be valid",schema:schema12.properties.models.propertyNames,parentSchema:schema12.properties.models,data:data63};
+let data63 = data.buses;
+if(Array.isArray(data63)){
+const len4 = data63.length;
+for(let i5=0; i5<len4; i5++){
+if(!(validate12(data63[i5], {instancePath:instancePath+"/buses/" + i5,parentData:data63,parentDataProperty:i5,rootData}))){
+vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err122 = {instancePath:instancePath+"/buses",schemaPath:"#/properties/buses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.buses.type,parentSchema:schema12.properties.buses,data:data63};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -4560,16 +4565,13 @@ vErrors.push(err122);
 }
 errors++;
 }
-}
-for(const key15 in data63){
-if(!(validate14(data63[key15], {instancePath:instancePath+"/models/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data63,parentDataProperty:key15,rootData}))){
-vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err123 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.models.type,parentSchema:schema12.properties.models,data:data63};
+let data65 = data.models;
+if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
+for(const key14 in data65){
+const _errs162 = errors;
+if(typeof key14 === "string"){
+if(!pattern13.test(key14)){
+const err123 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:key14,propertyName:key14};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -4578,18 +4580,9 @@ vErrors.push(err123);
 }
 errors++;
 }
-let data65 = data.devices;
-if(Array.isArray(data65)){
-const len4 = data65.length;
-for(let i5=0; i5<len4; i5++){
-if(!(validate22(data65[i5], {instancePath:instancePath+"/devices/" + i5,parentData:data65,parentDataProperty:i5,rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-}
 }
 else {
-const err124 = {instancePath:instancePath+"/devices",schemaPath:"#/properties/devices/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.devices.type,parentSchema:schema12.properties.devices,data:data65};
+const err124 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:key14,propertyName:key14};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -4598,14 +4591,9 @@ vErrors.push(err124);
 }
 errors++;
 }
-let data67 = data.system;
-if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
-if(data67.ssh_authorized_keys === undefined){
-data67.ssh_authorized_keys = [];
-}
-for(const key16 in data67){
-if(!(((key16 === "hostname") || (key16 === "wifi")) || (key16 === "ssh_authorized_keys"))){
-const err125 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system,data:data67};
+var valid35 = _errs162 === errors;
+if(!valid35){
+const err125 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/propertyNames",keyword:"propertyNames",params:{propertyName: key14},message:"property name must be valid",schema:schema12.properties.models.propertyNames,parentSchema:schema12.properties.models,data:data65};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -4615,11 +4603,15 @@ vErrors.push(err125);
 errors++;
 }
 }
-if(data67.hostname !== undefined){
-let data68 = data67.hostname;
-if(typeof data68 === "string"){
-if(!pattern32.test(data68)){
-const err126 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data68};
+for(const key15 in data65){
+if(!(validate14(data65[key15], {instancePath:instancePath+"/models/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data65,parentDataProperty:key15,rootData}))){
+vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err126 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.models.type,parentSchema:schema12.properties.models,data:data65};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -4628,9 +4620,18 @@ vErrors.push(err126);
 }
 errors++;
 }
+let data67 = data.devices;
+if(Array.isArray(data67)){
+const len5 = data67.length;
+for(let i6=0; i6<len5; i6++){
+if(!(validate22(data67[i6], {instancePath:instancePath+"/devices/" + i6,parentData:data67,parentDataProperty:i6,rootData}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err127 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.hostname.type,parentSchema:schema12.properties.system.properties.hostname,data:data68};
+const err127 = {instancePath:instancePath+"/devices",schemaPath:"#/properties/devices/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.devices.type,parentSchema:schema12.properties.devices,data:data67};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -4639,15 +4640,14 @@ vErrors.push(err127);
 }
 errors++;
 }
-}
-if(data67.wifi !== undefined){
-let data69 = data67.wifi;
+let data69 = data.system;
 if(data69 && typeof data69 == "object" && !Array.isArray(data69)){
-if(data69.hidden === undefined){
-data69.hidden = false;
+if(data69.ssh_authorized_keys === undefined){
+data69.ssh_authorized_keys = [];
 }
-if(data69.ssid === undefined){
-const err128 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "ssid"},message:"must have required property '"+"ssid"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data69};
+for(const key16 in data69){
+if(!(((key16 === "hostname") || (key16 === "wifi")) || (key16 === "ssh_authorized_keys"))){
+const err128 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system,data:data69};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -4656,8 +4656,12 @@ vErrors.push(err128);
 }
 errors++;
 }
-if(data69.psk === undefined){
-const err129 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "psk"},message:"must have required property '"+"psk"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data69};
+}
+if(data69.hostname !== undefined){
+let data70 = data69.hostname;
+if(typeof data70 === "string"){
+if(!pattern32.test(data70)){
+const err129 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data70};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -4666,8 +4670,9 @@ vErrors.push(err129);
 }
 errors++;
 }
-if(data69.country === undefined){
-const err130 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "country"},message:"must have required property '"+"country"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data69};
+}
+else {
+const err130 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.hostname.type,parentSchema:schema12.properties.system.properties.hostname,data:data70};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -4676,9 +4681,15 @@ vErrors.push(err130);
 }
 errors++;
 }
-for(const key17 in data69){
-if(!((((key17 === "ssid") || (key17 === "psk")) || (key17 === "country")) || (key17 === "hidden"))){
-const err131 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system.properties.wifi,data:data69};
+}
+if(data69.wifi !== undefined){
+let data71 = data69.wifi;
+if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
+if(data71.hidden === undefined){
+data71.hidden = false;
+}
+if(data71.ssid === undefined){
+const err131 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "ssid"},message:"must have required property '"+"ssid"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data71};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -4687,12 +4698,8 @@ vErrors.push(err131);
 }
 errors++;
 }
-}
-if(data69.ssid !== undefined){
-let data70 = data69.ssid;
-if(typeof data70 === "string"){
-if(func3(data70) > 32){
-const err132 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters",schema:32,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data70};
+if(data71.psk === undefined){
+const err132 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "psk"},message:"must have required property '"+"psk"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data71};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -4701,8 +4708,8 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(func3(data70) < 1){
-const err133 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data70};
+if(data71.country === undefined){
+const err133 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "country"},message:"must have required property '"+"country"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data71};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -4711,8 +4718,9 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(!pattern33.test(data70)){
-const err134 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data70};
+for(const key17 in data71){
+if(!((((key17 === "ssid") || (key17 === "psk")) || (key17 === "country")) || (key17 === "hidden"))){
+const err134 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system.properties.wifi,data:data71};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -4722,8 +4730,11 @@ vErrors.push(err134);
 errors++;
 }
 }
-else {
-const err135 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.ssid.type,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data70};
+if(data71.ssid !== undefined){
+let data72 = data71.ssid;
+if(typeof data72 === "string"){
+if(func3(data72) > 32){
+const err135 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters",schema:32,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -4732,12 +4743,8 @@ vErrors.push(err135);
 }
 errors++;
 }
-}
-if(data69.psk !== undefined){
-let data71 = data69.psk;
-if(typeof data71 === "string"){
-if(!pattern34.test(data71)){
-const err136 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data71};
+if(func3(data72) < 1){
+const err136 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -4746,9 +4753,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-}
-else {
-const err137 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.psk.type,parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data71};
+if(!pattern33.test(data72)){
+const err137 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -4758,11 +4764,8 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data69.country !== undefined){
-let data72 = data69.country;
-if(typeof data72 === "string"){
-if(!pattern35.test(data72)){
-const err138 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data72};
+else {
+const err138 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.ssid.type,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -4772,8 +4775,11 @@ vErrors.push(err138);
 errors++;
 }
 }
-else {
-const err139 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.country.type,parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data72};
+if(data71.psk !== undefined){
+let data73 = data71.psk;
+if(typeof data73 === "string"){
+if(!pattern34.test(data73)){
+const err139 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data73};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -4783,9 +4789,8 @@ vErrors.push(err139);
 errors++;
 }
 }
-let data73 = data69.hidden;
-if(typeof data73 !== "boolean"){
-const err140 = {instancePath:instancePath+"/system/wifi/hidden",schemaPath:"#/properties/system/properties/wifi/properties/hidden/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.system.properties.wifi.properties.hidden.type,parentSchema:schema12.properties.system.properties.wifi.properties.hidden,data:data73};
+else {
+const err140 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.psk.type,parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data73};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -4795,8 +4800,11 @@ vErrors.push(err140);
 errors++;
 }
 }
-else {
-const err141 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.properties.wifi.type,parentSchema:schema12.properties.system.properties.wifi,data:data69};
+if(data71.country !== undefined){
+let data74 = data71.country;
+if(typeof data74 === "string"){
+if(!pattern35.test(data74)){
+const err141 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data74};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -4806,14 +4814,8 @@ vErrors.push(err141);
 errors++;
 }
 }
-let data74 = data67.ssh_authorized_keys;
-if(Array.isArray(data74)){
-const len5 = data74.length;
-for(let i6=0; i6<len5; i6++){
-let data75 = data74[i6];
-if(typeof data75 === "string"){
-if(!pattern36.test(data75)){
-const err142 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i6,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data75};
+else {
+const err142 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.country.type,parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data74};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -4823,8 +4825,9 @@ vErrors.push(err142);
 errors++;
 }
 }
-else {
-const err143 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i6,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.ssh_authorized_keys.items.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data75};
+let data75 = data71.hidden;
+if(typeof data75 !== "boolean"){
+const err143 = {instancePath:instancePath+"/system/wifi/hidden",schemaPath:"#/properties/system/properties/wifi/properties/hidden/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.system.properties.wifi.properties.hidden.type,parentSchema:schema12.properties.system.properties.wifi.properties.hidden,data:data75};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -4834,9 +4837,8 @@ vErrors.push(err143);
 errors++;
 }
 }
-}
 else {
-const err144 = {instancePath:instancePath+"/system/ssh_authorized_keys",schemaPath:"#/properties/system/properties/ssh_authorized_keys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.system.properties.ssh_authorized_keys.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys,data:data74};
+const err144 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.properties.wifi.type,parentSchema:schema12.properties.system.properties.wifi,data:data71};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -4846,8 +4848,14 @@ vErrors.push(err144);
 errors++;
 }
 }
-else {
-const err145 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.type,parentSchema:schema12.properties.system,data:data67};
+let data76 = data69.ssh_authorized_keys;
+if(Array.isArray(data76)){
+const len6 = data76.length;
+for(let i7=0; i7<len6; i7++){
+let data77 = data76[i7];
+if(typeof data77 === "string"){
+if(!pattern36.test(data77)){
+const err145 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i7,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data77};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -4858,12 +4866,46 @@ errors++;
 }
 }
 else {
-const err146 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.type,parentSchema:schema12,data};
+const err146 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i7,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.ssh_authorized_keys.items.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data77};
 if(vErrors === null){
 vErrors = [err146];
 }
 else {
 vErrors.push(err146);
+}
+errors++;
+}
+}
+}
+else {
+const err147 = {instancePath:instancePath+"/system/ssh_authorized_keys",schemaPath:"#/properties/system/properties/ssh_authorized_keys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.system.properties.ssh_authorized_keys.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys,data:data76};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
+}
+errors++;
+}
+}
+else {
+const err148 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.type,parentSchema:schema12.properties.system,data:data69};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+}
+else {
+const err149 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.type,parentSchema:schema12,data};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
 }
 errors++;
 }

@@ -16,6 +16,9 @@ export type ErrorCode =
   | 'CONFIG_INVALID';
 
 export class GatewayError extends Error {
+  /** Structured detail for the envelope's `data` (a refused config's problems); none for most errors. */
+  details?: unknown;
+
   constructor(readonly code: ErrorCode, message: string) {
     super(message);
     this.name = 'GatewayError';

@@ -49,6 +49,15 @@ export class Shadow extends ShadowBase {
     this.bus.emit('deviceAdded', { id });
   }
 
+  /** Live reconfiguration: a new TTL for a device, judged from its last data at the next TTL check. */
+  SetDeviceTTL(id: string, ttl: number): void {
+    if (!(ttl > 0)) throw invalidValue(`ttl must be positive for device ${id}`);
+    const d = this.slotOf(id);
+    if (this.table.devTtl[d] === ttl) return;
+    this.table.devTtl[d] = ttl;
+    this.changeSeq++;
+  }
+
   HasDevice(id: string): boolean {
     return this.index.has(id);
   }

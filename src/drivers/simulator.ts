@@ -30,13 +30,15 @@ const toDeviceRaw = (point: PointConfig, v: number | string): number | string =>
 
 export function createSimulatorDriver(bus: BusConfig, devices: readonly ResolvedDevice[], ctx: DriverContext): SimulatorDriver {
   const sims = new Map<string, SimDevice>();
-  const timers: NodeJS.Timeout[] = [];
+  /** Poll timers per device, so one device can be added or removed while the others keep their rhythm. */
+  const timers = new Map<string, NodeJS.Timeout[]>();
   const counters = { reads: 0, writes: 0, failures: 0 };
+  let running = false;
 
   // Constant and sine points are stateless: one generator per model point serves every device of the
   // model (a fleet of 1,000 identical devices builds 100 generators, not 100,000).
   const shared = new WeakMap<PointConfig, Generator>();
-  for (const device of devices) {
+  const build = (device: ResolvedDevice): SimDevice => {
     const id = device.config.id;
     const generators = new Map<string, Generator>();
     const held = new Map<string, RawValue>();
@@ -54,8 +56,9 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
       if (written !== null) held.set(point.name, toDeviceRaw(point, written));
     }
     const fault = device.config.sim_fault ?? {};
-    sims.set(id, { device, generators, held, failReads: fault.fail_reads ?? 0, silent: fault.silent ?? false });
-  }
+    return { device, generators, held, failReads: fault.fail_reads ?? 0, silent: fault.silent ?? false };
+  };
+  for (const device of devices) sims.set(device.config.id, build(device));
 
   const readDevice = (sim: SimDevice, names: readonly string[]): Record<string, RawValue> => {
     counters.reads++;
@@ -95,37 +98,68 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     return groups;
   };
 
+  const schedule = (sim: SimDevice, index: number, count: number): void => {
+    const id = sim.device.config.id;
+    const own: NodeJS.Timeout[] = [];
+    timers.set(id, own);
+    for (const [every, names] of pollGroups(sim)) {
+      const poll = (): void => {
+        let values: Record<string, RawValue>;
+        try {
+          values = readDevice(sim, names);
+        } catch (err) {
+          ctx.sink.failure(id, err as Error);
+          return;
+        }
+        ctx.sink.data(id, values);
+      };
+      // ~2 ms per device, at most the interval or 1 s: a small demo answers at once, a big fleet spreads.
+      const offset = Math.floor((index / count) * Math.min(every, 1000, count * 2));
+      own.push(setTimeout(() => {
+        poll();
+        own.push(setInterval(poll, Math.max(1, every)));
+      }, offset));
+    }
+  };
+  // clearTimeout also clears intervals (one timer type in Node).
+  const unschedule = (id: string): void => {
+    for (const t of timers.get(id) ?? []) clearTimeout(t);
+    timers.delete(id);
+  };
+
   return {
     busId: bus.id,
     async start() {
+      running = true;
       // First polls are spread over the interval (at most 1 s) instead of all at once: start-up stays
       // short with thousands of devices, and load is even from the first cycle, as on a real bus.
       const all = [...sims.values()];
-      all.forEach((sim, i) => {
-        for (const [every, names] of pollGroups(sim)) {
-          const poll = (): void => {
-            const id = sim.device.config.id;
-            let values: Record<string, RawValue>;
-            try {
-              values = readDevice(sim, names);
-            } catch (err) {
-              ctx.sink.failure(id, err as Error);
-              return;
-            }
-            ctx.sink.data(id, values);
-          };
-          // ~2 ms per device, at most the interval or 1 s: a small demo answers at once, a big fleet spreads.
-          const offset = Math.floor((i / all.length) * Math.min(every, 1000, all.length * 2));
-          timers.push(setTimeout(() => {
-            poll();
-            timers.push(setInterval(poll, Math.max(1, every)));
-          }, offset));
-        }
-      });
+      all.forEach((sim, i) => schedule(sim, i, all.length));
     },
     async stop() {
-      // clearTimeout also clears intervals (one timer type in Node).
-      for (const t of timers.splice(0)) clearTimeout(t);
+      running = false;
+      for (const id of [...timers.keys()]) unschedule(id);
+    },
+    async setDevices(next) {
+      const wanted = new Map(next.map((d) => [d.config.id, d]));
+      for (const [id, sim] of sims) {
+        const d = wanted.get(id);
+        // Same resolved device object: untouched (its timers keep their phase). Changed or gone: rebuilt.
+        if (d === sim.device) continue;
+        unschedule(id);
+        sims.delete(id);
+      }
+      for (const [id, d] of wanted) {
+        if (sims.has(id)) continue;
+        const sim = build(d);
+        sims.set(id, sim);
+        if (running) schedule(sim, 0, 1);
+      }
+    },
+    async probe(device) {
+      const sim = build(device);
+      const names = device.model.points.filter((p) => p.access !== 'W' && p.sim).map((p) => p.name);
+      return { values: readDevice(sim, names), errors: {} };
     },
     async read(id, points) {
       return readDevice(simOf(id), points);

@@ -4,6 +4,7 @@
  * Values crossing this boundary are RAW device values (before scale/offset); the sink applies the model.
  */
 import type { Clock } from '../core/clock.js';
+import type { Lifecycle } from '../core/lifecycle.js';
 import type { Value } from '../core/types.js';
 import type { BusConfig, ResolvedDevice } from '../config/types.js';
 import type { Logger } from '../util/logger.js';
@@ -36,12 +37,23 @@ export interface DriverContext {
   lastWrite(deviceId: string, point: string): Value | null;
 }
 
-export interface Driver {
+/** start() opens ports, claims lines and starts polling (one bad device is reported via sink.failure, not thrown). */
+export interface Driver extends Lifecycle {
   readonly busId: string;
-  /** Opens ports, claims lines, starts polling. Must not throw for one bad device: report via sink.failure. */
-  start(): Promise<void>;
-  /** Stops polling, releases hardware; resolves when nothing is left running. */
-  stop(): Promise<void>;
+  /**
+   * Live reconfiguration: the bus's devices from now on. A device passed as the same object as before is
+   * left alone (its polls keep their rhythm); new ones start polling, missing ones stop. Absent: the
+   * gateway restarts the whole bus for a device change.
+   */
+  setDevices?(devices: readonly ResolvedDevice[]): Promise<void>;
+  /**
+   * One read of every readable point of a device that need not be configured yet (the console's "test
+   * read" before saving), through the running bus. Raw values by point; points that failed are absent and
+   * named in `errors`.
+   */
+  probe?(device: ResolvedDevice): Promise<{ values: Record<string, RawValue>; errors: Record<string, string> }>;
+  /** Unit ids answering on this bus (Modbus), through the running bus's own queue. */
+  scan?(from: number, to: number): Promise<number[]>;
   /**
    * A real read of these points now (readPoint, rule-9 read-back). Resolves with raw values and does NOT
    * report them to the sink itself: the caller does. Absent when the driver cannot read actively.

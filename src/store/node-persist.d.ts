@@ -1,6 +1,6 @@
 /**
  * Minimal own types for node-persist 4.0.4 (no types ship; @types/node-persist@3 lacks
- * maxFileDescriptors and types getDatum as sync). Only what the shadow store uses.
+ * maxFileDescriptors and types getDatum as sync). Only what the shadow store and the config versions use.
  */
 declare module 'node-persist' {
   export interface InitOptions {
@@ -26,6 +26,7 @@ declare module 'node-persist' {
     getItem(key: string): Promise<unknown>;
     setItem(key: string, value: unknown, options?: { ttl?: number }): Promise<unknown>;
     removeItem(key: string): Promise<unknown>;
+    keys(): Promise<string[]>;
     getDatumPath(key: string): string;
     /** Instance hook: every write goes through here, so it can be replaced by an atomic writer. */
     writeFile(file: string, content: Datum): Promise<unknown>;

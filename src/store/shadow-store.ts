@@ -23,9 +23,6 @@ import { atomicWriteFile, fsyncDir, removeStaleTmp } from '../util/atomic-file.j
 import { type Encoded, GenerationEncoder } from './generation-encoder.js';
 import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
 
-export { startPersisting } from './persist-loop.js';
-export type { PersistStats, Persister } from './persist-loop.js';
-
 const SLOTS = ['a', 'b'] as const;
 type Slot = (typeof SLOTS)[number];
 const MANIFEST_KEY = 'shadow-manifest';

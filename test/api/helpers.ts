@@ -101,6 +101,7 @@ export interface TestApi {
 export interface ApiOptions {
   tokens?: string[];
   protectReads?: boolean;
+  readTokens?: string[];
   bodyLimit?: number;
   /** Seed the shadow with the fake devices and one value (default true). */
   seed?: boolean;
@@ -121,7 +122,7 @@ export async function withApi(opts: ApiOptions, fn: (api: TestApi) => Promise<vo
   const health = { report: { status: 'healthy', checks: { shadow: { devices: 3 } } } as HealthReport };
   const http: GatewayConfig['http'] = {
     host: '127.0.0.1', port: 0, body_limit: opts.bodyLimit ?? 1024 * 1024,
-    auth: { tokens: opts.tokens ?? [], protect_reads: opts.protectReads ?? false },
+    auth: { tokens: opts.tokens ?? [], read_tokens: opts.readTokens ?? [], protect_reads: opts.protectReads ?? false },
   };
   const ctx: ApiContext = { shadow, io, http, log: silentLogger, health: () => health.report, extraRoutes: opts.extraRoutes };
   const handle = await withTimeout(startHttp(ctx, { host: '127.0.0.1', port: 0 }), 5000, 'startHttp');

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import mqtt, { type MqttClient } from 'mqtt';
 import { Bridge } from '../../src/export/bridge.js';
 import { DiskQueue } from '../../src/export/disk-queue.js';
-import { startExport } from '../../src/export/index.js';
+import { startExport } from '../../src/runtime/export.js';
 import { Topics } from '../../src/export/topics.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { collect, connectClient, endClient, makeFixture, removeDir, tempDir, waitFor, withTimeout } from './helpers.js';

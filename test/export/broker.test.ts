@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hashPassword } from '../../src/export/auth.js';
-import { startExport, type ExportHandle } from '../../src/export/index.js';
+import { startExport, type ExportPart } from '../../src/runtime/export.js';
 import {
   collect, connectClient, endClient, hasMosquittoClients, makeFixture, removeDir, runMosquitto, tempDir, waitFor,
   withTimeout, type Fixture,
@@ -12,7 +12,7 @@ const users = [
   { username: 'reader', password_hash: await hashPassword('r-pass'), can_write: false },
 ];
 
-async function start(f: Fixture): Promise<ExportHandle> {
+async function start(f: Fixture): Promise<ExportPart> {
   f.ctx.mqtt.users = users;
   return startExport(f.ctx);
 }
@@ -153,7 +153,7 @@ test('retained messages survive a gateway restart (flat file), deleted devices s
   const dir = tempDir('restart');
   const f1 = makeFixture({ dir });
   const gw1 = await start(f1);
-  let gw2: ExportHandle | undefined;
+  let gw2: ExportPart | undefined;
   try {
     const c = await connectClient(`mqtt://127.0.0.1:${gw1.mqttPort}`, { username: 'writer', password: 'w-pass' });
     await withTimeout(c.publishAsync('site/note', 'kept', { qos: 1, retain: true }), 3000, 'publish');

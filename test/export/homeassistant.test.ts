@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { componentFor, discoveryMessages } from '../../src/export/homeassistant.js';
-import { startExport } from '../../src/export/index.js';
+import { startExport } from '../../src/runtime/export.js';
 import { Topics } from '../../src/export/topics.js';
 import { collect, connectClient, endClient, makeFixture, MODEL_POINTS, removeDir, waitFor } from './helpers.js';
 

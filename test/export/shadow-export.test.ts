@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startShadowExport, validateShadowExport } from '../../src/export/shadow-export.js';
-import { startExport } from '../../src/export/index.js';
+import { startExport } from '../../src/runtime/export.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { collect, connectClient, endClient, makeFixture, removeDir, tempDir, waitFor } from './helpers.js';
 

@@ -6,7 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Shadow } from '../../src/core/shadow.js';
 import { restoreSnapshot } from '../../src/core/snapshot.js';
-import { openShadowStore, startPersisting } from '../../src/store/shadow-store.js';
+import { openShadowStore } from '../../src/store/shadow-store.js';
+import { startPersisting } from '../../src/store/persist-loop.js';
 import type { ShadowStore } from '../../src/store/shadow-store.js';
 import { silentLogger } from '../../src/util/logger.js';
 

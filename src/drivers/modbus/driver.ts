@@ -9,9 +9,10 @@ import type { PlanOptions } from '../../protocol/modbus/planner.js';
 import type { Driver, DriverContext, PointWrite, RawValue } from '../types.js';
 import { BusOwner, PRIORITY, type BusOwnerOptions } from './bus-owner.js';
 import { DEFAULT_HEALTH, type HealthOptions } from './device-health.js';
-import { compileDevice, decodeResponse, planGroup, type CompiledDevice } from './device-plan.js';
+import { compileDevice, decodeResponse, planGroup, type CompiledDevice, type ModbusPoint } from './device-plan.js';
 import { Poller } from './poller.js';
 import { READ_FC, type ModbusTransport } from './transport.js';
+import { scanUnits } from './link.js';
 import { executeWrites, planWrites } from './writer.js';
 
 /** Knobs that are not user config; tests shorten them. */
@@ -45,13 +46,34 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
   });
   const health = { ...DEFAULT_HEALTH, ...tuning.health };
   const devices = new Map<string, CompiledDevice>();
-  for (const d of parts.devices) devices.set(d.config.id, compileDevice(d, parts.plan, health));
+  /** The resolved config each compiled device came from: the same object on setDevices means unchanged. */
+  const sources = new Map<string, ResolvedDevice>();
+  for (const d of parts.devices) {
+    devices.set(d.config.id, compileDevice(d, parts.plan, health));
+    sources.set(d.config.id, d);
+  }
   const poller = new Poller([...devices.values()], owner, { retries: parts.retries, sink: ctx.sink, clock: ctx.clock, log });
 
   const device = (id: string): CompiledDevice => {
     const d = devices.get(id);
     if (!d) throw unknownDevice();
     return d;
+  };
+
+  const readPoints = async (d: CompiledDevice, points: readonly ModbusPoint[], errors?: Record<string, string>): Promise<Record<string, RawValue>> => {
+    const values: Record<string, RawValue> = {};
+    for (const request of planGroup(points, d.planOptions, 0)) {
+      try {
+        const data = await owner.enqueue(PRIORITY.read, (io) =>
+          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, parts.retries),
+        );
+        Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
+      } catch (err) {
+        if (!errors) throw err;
+        for (const p of request.points) errors[p.ref.name] = err instanceof Error ? err.message : String(err);
+      }
+    }
+    return values;
   };
 
   return {
@@ -70,18 +92,36 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       await owner.stop();
     },
 
+    async setDevices(next) {
+      const wanted = new Map(next.map((d) => [d.config.id, d]));
+      for (const id of [...devices.keys()]) {
+        if (wanted.get(id) === sources.get(id)) continue;
+        devices.delete(id);
+        sources.delete(id);
+      }
+      for (const [id, d] of wanted) {
+        if (devices.has(id)) continue;
+        const compiled = compileDevice(d, parts.plan, health);
+        for (const problem of compiled.problems) log.error({ device: id }, `modbus config: ${problem}`);
+        devices.set(id, compiled);
+        sources.set(id, d);
+      }
+      poller.setDevices([...devices.values()]);
+    },
+
+    scan: (from, to) => scanUnits(owner, from, to),
+
     async read(deviceId: string, names: readonly string[]): Promise<Record<string, RawValue>> {
       const d = device(deviceId);
-      const points = names.map((n) => d.points.get(n) ?? (() => { throw unknownPoint(n); })());
-      const requests = planGroup(points, d.planOptions, 0);
-      const values: Record<string, RawValue> = {};
-      for (const request of requests) {
-        const data = await owner.enqueue(PRIORITY.read, (io) =>
-          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, parts.retries),
-        );
-        Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
-      }
-      return values;
+      return readPoints(d, names.map((n) => d.points.get(n) ?? (() => { throw unknownPoint(n); })()));
+    },
+
+    async probe(resolved) {
+      const d = compileDevice(resolved, parts.plan, health);
+      if (d.problems.length > 0) throw new GatewayError('CONFIG_INVALID', d.problems.join('; '));
+      const errors: Record<string, string> = {};
+      const readable = [...d.points.values()].filter((p) => p.access !== 'W');
+      return { values: await readPoints(d, readable, errors), errors };
     },
 
     async write(deviceId: string, values: readonly PointWrite[]): Promise<void> {
@@ -139,14 +179,3 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     },
   };
 }
-
-/** Bus option helpers shared by both factories (config arrives parsed; defaults filled here too). */
-export const num = (bus: BusConfig, key: string, fallback: number): number => (typeof bus[key] === 'number' ? (bus[key] as number) : fallback);
-
-export function maxGapOf(bus: BusConfig): 'auto' | number {
-  const g = bus['max_gap'];
-  return typeof g === 'number' && g >= 0 ? g : 'auto';
-}
-
-export const configError = (bus: BusConfig, message: string): GatewayError =>
-  new GatewayError('CONFIG_INVALID', `bus ${bus.id}: ${message}`);

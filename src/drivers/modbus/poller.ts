@@ -24,7 +24,19 @@ export class Poller {
   private stopped = true;
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly devices: readonly CompiledDevice[], private readonly bus: BusOwner, private readonly options: PollerOptions) {}
+  constructor(private devices: readonly CompiledDevice[], private readonly bus: BusOwner, private readonly options: PollerOptions) {}
+
+  /**
+   * Live reconfiguration: polls these devices from now on. Devices kept (same object) keep their due
+   * times; new ones are due at once; a removed device's cycle in flight finishes and is not rescheduled.
+   */
+  setDevices(devices: readonly CompiledDevice[]): void {
+    const known = new Set(this.devices);
+    const now = this.options.clock.now();
+    for (const d of devices) if (!known.has(d)) for (const g of d.groups) g.nextDue = now;
+    this.devices = devices;
+    this.schedule();
+  }
 
   start(): void {
     this.stopped = false;

@@ -7,7 +7,9 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { EventBus, ShadowEvents } from '../core/events.js';
-import { localTime } from './topics.js';
+import { localTimeText } from '../util/local-time.js';
+
+const localTime = (ms: number): string => (Number.isFinite(ms) ? localTimeText(ms) : '');
 
 export interface EventStreamOptions {
   /** Default `/api/v1/ws`. */

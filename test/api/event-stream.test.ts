@@ -4,8 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
 import { EventBus, type ShadowEvents } from '../../src/core/events.js';
-import { attachEventStream } from '../../src/export/event-stream.js';
-import { waitFor } from './helpers.js';
+import { attachEventStream } from '../../src/api/event-stream.js';
+import { waitFor } from '../export/helpers.js';
 
 async function server() {
   const s = http.createServer((_q, r) => r.end('ok'));

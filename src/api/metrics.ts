@@ -4,13 +4,13 @@
  * Driver and exporter stats are flattened generically, so a figure added to a driver's stats() shows
  * up here without touching this file: numbers become gauges, `devices` maps become a device label.
  */
-import type { Shadow } from './core/shadow.js';
-import type { Driver } from './drivers/types.js';
+import type { Shadow } from '../core/shadow.js';
 
 export interface MetricsInputs {
   shadow: Shadow;
   persist: Record<string, unknown>;
-  drivers: ReadonlyMap<string, Driver>;
+  /** Each running bus's driver figures by bus id. */
+  buses: Record<string, unknown>;
   parts: Record<string, Record<string, unknown>>;
 }
 
@@ -49,7 +49,7 @@ function add(out: Map<string, string[]>, name: string, labels: Labels, value: nu
   out.set(name, lines);
 }
 
-export function renderMetrics({ shadow, persist, drivers, parts }: MetricsInputs): string {
+export function renderMetrics({ shadow, persist, buses, parts }: MetricsInputs): string {
   const out = new Map<string, string[]>();
   const stats = shadow.stats();
   for (const [state, n] of Object.entries(stats.states)) add(out, 'shadowgate_devices', { state }, n);
@@ -58,7 +58,7 @@ export function renderMetrics({ shadow, persist, drivers, parts }: MetricsInputs
   add(out, 'shadowgate_shadow_free_point_slots', {}, stats.freePointSlots);
   add(out, 'shadowgate_shadow_table_bytes', {}, stats.allocatedBytes);
   flatten({ ...persist, ok: !persist.lastError }, ['persist'], {}, out);
-  for (const [bus, driver] of drivers) flatten(driver.stats?.() ?? {}, ['bus'], { bus }, out);
+  for (const [bus, stats] of Object.entries(buses)) flatten(stats, ['bus'], { bus }, out);
   for (const [part, partStats] of Object.entries(parts)) flatten(partStats, [part], {}, out);
   add(out, 'shadowgate_process_resident_memory_bytes', {}, process.memoryUsage.rss());
   let text = '';

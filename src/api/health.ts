@@ -1,30 +1,27 @@
 /** The /health/shadow report: healthy, degraded (some part is failing) or unhealthy (persistence or all buses down). */
-import type { HealthReport } from './api/index.js';
-import type { BusConfig } from './config/types.js';
-import type { Shadow } from './core/shadow.js';
-import type { Driver } from './drivers/types.js';
+import type { Shadow } from '../core/shadow.js';
+import type { HealthReport } from './context.js';
 
 export interface HealthInputs {
   shadow: Shadow;
-  persister: { stats(): { lastSaveAt: number; lastError: string | null; saves: number; seq: number } };
-  drivers: ReadonlyMap<string, Driver>;
-  buses: readonly BusConfig[];
-  /** Other parts' figures (MQTT, history), shown as they are. */
+  persist: { lastSaveAt: number; lastError: string | null; saves: number; seq: number };
+  /** Every configured bus id, the running ones' driver figures, and why the others do not run. */
+  buses: { configured: readonly string[]; stats: Record<string, unknown>; failed: ReadonlyMap<string, string> };
+  /** Other parts' figures (MQTT, history, clock), shown as they are. */
   extra?: Record<string, unknown>;
-  /** boot-config's status.json (src/boot-status.ts), shown as `boot_config`; `ok: false` degrades the report. */
+  /** boot-config's status.json (src/config/boot-status.ts), shown as `boot_config`; `ok: false` degrades the report. */
   bootStatus?: Record<string, unknown>;
 }
 
-export function buildHealth({ shadow, persister, drivers, buses, extra = {}, bootStatus }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: HealthInputs): HealthReport {
   const stats = shadow.stats();
-  const persist = persister.stats();
-  const missingBuses = buses.filter((b) => !drivers.has(b.id)).map((b) => b.id);
-  const busStats = Object.fromEntries([...drivers].map(([id, d]) => [id, d.stats?.() ?? {}]));
+  const running = Object.keys(buses.stats);
+  const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
   let status: HealthReport['status'] = 'healthy';
   if (persist.lastError || missingBuses.length > 0 || stats.onlineDevices < stats.totalDevices) status = 'degraded';
   // The gateway runs, but not on the config the user last wrote: they need to hear that.
   if (bootStatus?.ok === false) status = 'degraded';
-  if (buses.length > 0 && drivers.size === 0) status = 'unhealthy';
+  if (buses.configured.length > 0 && running.length === 0) status = 'unhealthy';
   return {
     status,
     checks: {
@@ -33,7 +30,10 @@ export function buildHealth({ shadow, persister, drivers, buses, extra = {}, boo
         freeDeviceSlots: stats.freeDeviceSlots, freePointSlots: stats.freePointSlots,
       },
       persistence: { ok: !persist.lastError, ...persist },
-      buses: { running: [...drivers.keys()], failed: missingBuses, stats: busStats },
+      buses: {
+        running, failed: missingBuses, stats: buses.stats,
+        ...(buses.failed.size > 0 ? { errors: Object.fromEntries(buses.failed) } : {}),
+      },
       ...extra,
       ...(bootStatus ? { boot_config: bootStatus } : {}),
       process: { uptimeSeconds: Math.round(process.uptime()), rssBytes: process.memoryUsage.rss() },

@@ -1,0 +1,134 @@
+/**
+ * The MQTT export part: broker (TCP + WebSocket), retained-message files, the MQTT exporter (state,
+ * availability, events, set, Home Assistant discovery), the upstream bridge and export.shadow. Its pieces
+ * start in that order and stop in reverse, through the same lifecycle as every other part.
+ */
+import { join } from 'node:path';
+import type { Part } from '../core/lifecycle.js';
+import { UserDirectory } from '../export/auth.js';
+import type { Bridge } from '../export/bridge.js';
+import type { Broker } from '../export/broker.js';
+import type { ExportContext } from '../export/context.js';
+import { discoveryNode } from '../export/homeassistant.js';
+import { MqttExporter, type Publish } from '../export/mqtt-exporter.js';
+import { RetainedStore } from '../export/retained-store.js';
+import { startShadowExport, validateShadowExport, type ShadowExport } from '../export/shadow-export.js';
+import { Topics, topicSafeDeviceId } from '../export/topics.js';
+import { PartList } from './part.js';
+
+export type { ExportContext, MqttConfig, ShadowExportConfig, BridgeConfig, PointInfo, ShadowView } from '../export/context.js';
+
+export interface ExportPart extends Part {
+  stats(): Record<string, unknown>;
+  /** Bound ports (0 when MQTT is disabled or before start). */
+  readonly mqttPort: number;
+  readonly wsPort: number;
+}
+
+/** A piece of the export part as a Part, so the pieces stop in reverse order of their start. */
+const piece = (name: string, stop: () => Promise<void> | void): Part => ({ name, start: async () => {}, stop: async () => stop() });
+
+export function createExportPart(ctx: ExportContext): ExportPart {
+  const log = ctx.log.child({ part: 'export' });
+  const pieces = new PartList(log);
+  let broker: Broker | null = null;
+  let bridge: Bridge | null = null;
+  let exporter: MqttExporter | null = null;
+  let shadowExport: ShadowExport | null = null;
+  const warn = (what: string) => (err: unknown): void => log.warn({ err }, `${what} failed`);
+
+  const startMqtt = async (topics: Topics): Promise<Publish> => {
+    const users = new UserDirectory(ctx.mqtt.users, ctx.mqtt.allow_anonymous);
+    const retained = new RetainedStore(join(ctx.dataDir, 'mqtt', 'retained.json'), (err) => log.error({ err }, 'retained messages'));
+    await pieces.start(piece('retained', () => retained.close()));
+    const persisted = await retained.load();
+    const ha = ctx.mqtt.homeassistant;
+    // Loaded only when used: aedes and mqtt.js cost ~100 ms of start-up on a Pi-class CPU.
+    const { startBroker } = await import('../export/broker.js');
+    const b = await startBroker({
+      host: ctx.mqtt.host,
+      port: ctx.mqtt.port,
+      wsPort: ctx.mqtt.ws_port,
+      users,
+      topics,
+      discovery: ha.enable ? { prefix: ha.prefix, nodePrefix: discoveryNode(ctx.gatewayId, '') } : undefined,
+      retained,
+      log: log.child({ part: 'mqtt' }),
+    });
+    broker = b;
+    await pieces.start(piece('broker', () => b.close()));
+    // Replay what was retained before the restart; fresh state replaces it a moment later.
+    for (const m of persisted) await b.publish(m.topic, m.payload, { retain: true, qos: m.qos === 0 ? 0 : 1 });
+    if (ctx.mqtt.bridge) {
+      const { Bridge } = await import('../export/bridge.js');
+      bridge = new Bridge({
+        config: ctx.mqtt.bridge,
+        topics,
+        queueDir: join(ctx.dataDir, 'mqtt', 'bridge-queue'),
+        log: log.child({ part: 'bridge' }),
+        publishLocal: (topic, payload) => void b.publish(topic, payload, { retain: true }).catch(warn('local publish')),
+        onSet: (device, payload) => void exporter?.handleSet(device, payload, { kind: 'bridge' }),
+      });
+    } else {
+      void b.publish(topics.bridgeState, '', { retain: true }).catch(warn('bridge state publish'));
+    }
+    const br = bridge;
+    const publish: Publish = (topic, payload, retain) => {
+      b.send(topic, payload, retain);
+      br?.forward(topic, payload, retain);
+    };
+    const ex = new MqttExporter(ctx, topics, publish);
+    exporter = ex;
+    b.onClientPublish((topic, payload, principal) => ex.onClientPublish(topic, payload, principal));
+    ex.start(persisted.map((m) => m.topic));
+    await pieces.start(piece('exporter', () => ex.stop()));
+    if (br) await pieces.start({ name: 'bridge', start: () => br.start(), stop: () => br.stop() });
+    return publish;
+  };
+
+  return {
+    name: 'mqtt-export',
+    get mqttPort() {
+      return broker?.port ?? 0;
+    },
+    get wsPort() {
+      return broker?.wsPort ?? 0;
+    },
+    async start() {
+      // Config problems of the targets are reported at start, before anything listens.
+      validateShadowExport(ctx.export.shadow, ctx.mqtt.enable);
+      const topics = new Topics(ctx.mqtt.base_topic);
+      const bad = ctx.shadow.GetDeviceIds().filter((id) => !topicSafeDeviceId(id));
+      if (bad.length) log.warn({ devices: bad }, 'device ids unusable as an MQTT topic level are not exported over MQTT');
+      try {
+        const publish: Publish = ctx.mqtt.enable ? await startMqtt(topics) : () => {};
+        const se = await startShadowExport(ctx.export.shadow, {
+          gatewayId: ctx.gatewayId,
+          now: () => ctx.clock.now(),
+          shadowJson: ctx.shadowJson,
+          publishMqtt: (payload) => publish(topics.shadow, payload, false),
+          log: log.child({ part: 'shadow-export' }),
+        });
+        shadowExport = se;
+        await pieces.start(piece('shadow-export', () => se.stop()));
+      } catch (err) {
+        await pieces.stopAll();
+        throw err;
+      }
+    },
+    stop: () => pieces.stopAll(),
+    stats: () => ({
+      broker: broker?.stats() ?? null,
+      exporter: exporter?.stats() ?? null,
+      bridge: bridge?.stats() ?? null,
+      shadowExport: shadowExport?.stats() ?? null,
+    }),
+  };
+}
+
+/** Builds and starts the export part (tests and benches that run it alone). */
+export async function startExport(ctx: ExportContext): Promise<ExportPart> {
+  const part = createExportPart(ctx);
+  await part.start();
+  return part;
+}

@@ -1,0 +1,50 @@
+/**
+ * The persistence part: opens the shadow store, restores the newest good generation into the shadow
+ * (which must already hold the configured devices), saves every `persist_interval` and on stop, and runs
+ * the TTL sweep. Rule 8: a deleted device's persisted data is destroyed at once, not at the next tick.
+ */
+import path from 'node:path';
+import type { GatewayConfig } from '../config/types.js';
+import type { Clock } from '../core/clock.js';
+import type { Part } from '../core/lifecycle.js';
+import type { Shadow } from '../core/shadow.js';
+import { restoreSnapshot } from '../core/snapshot.js';
+import { startPersisting, type PersistStats, type Persister } from '../store/persist-loop.js';
+import { openShadowStore } from '../store/shadow-store.js';
+import type { Logger } from '../util/logger.js';
+
+export interface PersistencePart extends Part {
+  /** Saves now if anything changed (also done periodically and on stop). */
+  flush(): Promise<void>;
+  stats(): PersistStats & Record<string, unknown>;
+}
+
+export function createPersistencePart(config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger): PersistencePart {
+  let persister: Persister | undefined;
+  let ttlTimer: NodeJS.Timeout | undefined;
+  const owner = {};
+  const empty: PersistStats = { lastSaveAt: 0, lastSaveMs: 0, lastStallMs: 0, lastError: null, saves: 0, seq: 0 };
+  return {
+    name: 'persistence',
+    async start() {
+      const store = await openShadowStore({ dir: path.join(dataDir, 'shadow'), log: log.child({ part: 'store' }) });
+      const loaded = await store.load();
+      for (const problem of loaded.problems) log.error({ problem }, 'persisted shadow problem');
+      if (loaded.snapshot) {
+        const report = restoreSnapshot(shadow, loaded.snapshot, clock.now());
+        log.info({ seq: loaded.seq, source: loaded.source, ...report }, 'shadow restored');
+      }
+      const p = startPersisting(shadow, store, config.shadow.persist_interval, clock, log.child({ part: 'persist' }));
+      persister = p;
+      shadow.bus.on(owner, 'deviceDeleted', () => void p.flush().catch(() => {}));
+      ttlTimer = setInterval(() => shadow.CheckTTL(), config.shadow.check_interval);
+    },
+    async stop() {
+      clearInterval(ttlTimer);
+      shadow.bus.off(owner);
+      await persister?.stop();
+    },
+    flush: async () => persister?.flush(),
+    stats: () => ({ ...(persister?.stats() ?? empty) }),
+  };
+}

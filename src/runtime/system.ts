@@ -1,0 +1,69 @@
+/**
+ * The System page's figures and the buses list: version, uptime, clock sync, memory, disk of the data
+ * dir, persistence/history/MQTT status, serial ports present, and the last log lines.
+ */
+import { access, statfs } from 'node:fs/promises';
+import type { SystemService } from '../api/context.js';
+import type { Clock } from '../core/clock.js';
+import type { LogRing } from '../util/log-ring.js';
+import type { BusesPart } from './buses.js';
+
+/** systemd-timesyncd creates this file once the clock is synchronized (and keeps it until shutdown). */
+export const TIMESYNC_FLAG = '/run/systemd/timesync/synchronized';
+
+export interface SystemOptions {
+  buses: BusesPart;
+  dataDir: string;
+  clock: Clock;
+  ring?: LogRing;
+  /** Other parts' figures, read when the page asks. */
+  parts: () => Record<string, unknown>;
+  timesyncFlag?: string;
+  /** Read once at start (package.json). */
+  version: string;
+}
+
+const exists = (file: string): Promise<boolean> => access(file).then(() => true, () => false);
+
+export function createSystem(opts: SystemOptions): SystemService {
+  return {
+    buses: () => opts.buses.list().map(({ bus, running, error }) => ({ ...bus, running, error })),
+    async ports() {
+      try {
+        // Loaded on demand: serialport's binding costs start-up time a gateway without RTU buses never pays.
+        const { SerialPort } = await import('serialport');
+        const ports = await SerialPort.list();
+        return ports.map((p) => ({
+          path: p.path,
+          ...(p.manufacturer ? { manufacturer: p.manufacturer } : {}),
+          ...(p.serialNumber ? { serialNumber: p.serialNumber } : {}),
+        }));
+      } catch {
+        return [];
+      }
+    },
+    async info() {
+      const flag = opts.timesyncFlag ?? TIMESYNC_FLAG;
+      // No timesyncd at all (a dev box, another init): nothing to say about sync, so null.
+      const synchronized = (await exists(flag)) ? true : (await exists(flag.replace(/\/[^/]+$/, ''))) ? false : null;
+      let disk: Record<string, unknown> = { data_dir: opts.dataDir };
+      try {
+        const s = await statfs(opts.dataDir);
+        disk = { ...disk, free: s.bavail * s.bsize, total: s.blocks * s.bsize };
+      } catch (err) {
+        disk = { ...disk, error: (err as Error).message };
+      }
+      const mem = process.memoryUsage();
+      return {
+        version: opts.version,
+        node: process.version,
+        uptime_s: Math.round(process.uptime()),
+        clock: { synchronized, now: new Date(opts.clock.now()).toISOString() },
+        memory: { rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal },
+        disk,
+        ...opts.parts(),
+      };
+    },
+    logs: (lines) => opts.ring?.tail(lines) ?? [],
+  };
+}
