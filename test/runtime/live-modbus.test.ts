@@ -1,0 +1,81 @@
+/**
+ * The console's day-one task on a real RS-485 link (socat pty pair + the independent pymodbus slave):
+ * scan the running bus for unit ids, test-read a device before saving it, save it live; the device
+ * already on the bus keeps polling throughout, and the new one is polled without a restart.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateConfig } from '../../src/config/load.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
+import { call, waitFor } from '../helpers/http.js';
+
+const why = rigUnavailable();
+if (why) console.log(`SKIP: live Modbus configuration tests: ${why}`);
+
+const model = {
+  points: [
+    { name: 'voltage', type: 'float', unit: 'V', modbus: { table: 'input', address: 0, data_type: 'float32' } },
+    { name: 'unit_no', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } },
+  ],
+};
+
+test('scan, test read and save a meter on a running RTU bus; the meter already there never stops', async () => {
+  if (why) return;
+  const rig = new Rig('1,2');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-live-mb-'));
+  let gw: Gateway | undefined;
+  try {
+    await rig.start();
+    const raw = {
+      gateway: { id: 'live-mb', data_dir: dir, log_level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '200ms' }],
+      models: { meter: model },
+      devices: [{ id: 'm1', model: 'meter', bus: 'rs485', unit_id: 1, poll: '100ms' }],
+    };
+    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+    const g = gw;
+    const port = g.httpPort;
+    await waitFor(() => g.shadow.GetDevicePoint('m1', 'unit_no') === 1, 5000, 'm1 polled');
+    const polls = (): number => ((g.drivers.get('rs485')!.stats!() as { devices: Record<string, { requests: number }> }).devices['m1']?.requests ?? 0);
+    const before = polls();
+
+    const scan = await call<{ units: number[] }>(port, '/api/v1/bus/scan?id=rs485&from=1&to=4', { method: 'POST' });
+    assert.ok(scan.body.success, scan.body.errorMsg);
+    assert.equal(scan.body.data.units, [1, 2]);
+
+    const candidate = { id: 'm2', model: 'meter', bus: 'rs485', unit_id: 2, poll: '100ms' };
+    const probe = await call<{ values: Record<string, number>; errors: Record<string, string> }>(port, '/api/v1/device/testRead', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(candidate),
+    });
+    assert.ok(probe.body.success, probe.body.errorMsg);
+    assert.is(probe.body.data.values['unit_no'], 2);
+    assert.ok(Math.abs(probe.body.data.values['voltage']! - 232.5) < 1e-3, JSON.stringify(probe.body.data));
+    assert.not.ok(g.shadow.HasDevice('m2'), 'a test read adds nothing');
+    const wrong = await call<{ values: Record<string, number>; errors: Record<string, string> }>(port, '/api/v1/device/testRead', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...candidate, unit_id: 9 }),
+    });
+    assert.ok(Object.keys(wrong.body.data.errors).length > 0, 'a unit that does not answer is reported per point');
+
+    const saved = await call(port, '/api/v1/config/device?id=m2', {
+      method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(candidate),
+    });
+    assert.ok(saved.body.success, saved.body.errorMsg);
+    await waitFor(() => g.shadow.GetDevicePoint('m2', 'unit_no') === 2, 5000, 'm2 polled after the save');
+    assert.ok(polls() > before + 5, `m1 kept polling (${before} → ${polls()} requests)`);
+    assert.is(g.shadow.GetDeviceState('m1'), 'Online');
+    const buses = await call<{ id: string; running: boolean }[]>(port, '/api/v1/buses');
+    assert.equal(buses.body.data.map((b) => [b.id, b.running]), [['rs485', true]]);
+  } finally {
+    await gw?.stop();
+    await rig.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
