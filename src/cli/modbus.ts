@@ -3,34 +3,43 @@
  * writer as the daemon, without it. Exit codes: 0 done, 1 the device did not answer / refused,
  * 2 usage or config error. (Do not run it while the daemon holds the same serial port.)
  */
-import type { BusConfig, GatewayConfig, ModbusPointBlock } from '../config/types.js';
+import { parseArgs } from 'node:util';
+import type { BusConfig, GatewayConfig, ModbusPointBlock, ModbusRtuBusConfig } from '../config/types.js';
 import { isGatewayError } from '../core/errors.js';
 import { resolveAddress } from '../protocol/modbus/address.js';
 import { blockProblems, decodeBit, decodeRegisters, isBitTable, pointWidth } from '../protocol/modbus/codec.js';
 import { BusOwner, PRIORITY } from '../drivers/modbus/bus-owner.js';
 import type { ModbusPoint } from '../drivers/modbus/device-plan.js';
 import { modbusLink, scanUnits } from '../drivers/modbus/link.js';
-import { num } from '../drivers/modbus/options.js';
 import { READ_FC } from '../drivers/modbus/transport.js';
 import { executeWrites, planWrites } from '../drivers/modbus/writer.js';
 import { silentLogger } from '../util/logger.js';
 
 class UsageError extends Error {}
 
-function parseFlags(args: readonly string[]): Map<string, string> {
-  const flags = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (!a.startsWith('--')) throw new UsageError(`unexpected argument "${a}"`);
-    const [key, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
-    const value = inline ?? args[++i];
-    if (value === undefined) throw new UsageError(`--${key} needs a value`);
-    flags.set(key, value);
+const FLAGS = {
+  bus: { type: 'string' }, unit: { type: 'string' }, table: { type: 'string' }, address: { type: 'string' },
+  type: { type: 'string' }, value: { type: 'string' }, length: { type: 'string' }, bit: { type: 'string' },
+  'word-order': { type: 'string' }, 'byte-order': { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
+  timeout: { type: 'string' }, config: { type: 'string', short: 'c' },
+} as const;
+
+type Flags = Map<string, string>;
+
+function parseFlags(args: readonly string[]): Flags {
+  try {
+    // parseArgs takes `--value -5` for a missing value followed by option -5; a negative number is a value here.
+    const joined = args.flatMap((a, i) => (/^-\d|^-\.\d/.test(a) && /^--[a-z-]+$/.test(args[i - 1] ?? '') ? [] : [
+      /^--[a-z-]+$/.test(a) && /^-\d|^-\.\d/.test(args[i + 1] ?? '') ? `${a}=${args[i + 1]!}` : a,
+    ]));
+    const { values } = parseArgs({ args: joined, options: FLAGS, strict: true, allowPositionals: false });
+    return new Map(Object.entries(values).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
-  return flags;
 }
 
-function intFlag(flags: Map<string, string>, key: string, fallback?: number): number {
+function intFlag(flags: Flags, key: string, fallback?: number): number {
   const text = flags.get(key);
   if (text === undefined) {
     if (fallback === undefined) throw new UsageError(`--${key} is required`);
@@ -51,7 +60,7 @@ function owner(bus: BusConfig, timeoutOverride?: number): BusOwner {
   });
 }
 
-function blockFrom(flags: Map<string, string>): ModbusPointBlock {
+function blockFrom(flags: Flags): ModbusPointBlock {
   const table = (flags.get('table') ?? 'holding') as ModbusPointBlock['table'];
   if (!['coil', 'discrete', 'input', 'holding'].includes(table)) throw new UsageError(`--table must be coil, discrete, input or holding`);
   const address = resolveAddress(/^\d+$/.test(flags.get('address') ?? '') && (flags.get('address') ?? '').length < 5 ? Number(flags.get('address')) : (flags.get('address') ?? ''), table);
@@ -82,7 +91,7 @@ export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: str
       const to = intFlag(flags, 'to', 247);
       if (from < 0 || to > 255 || from > to) throw new UsageError('--from/--to must satisfy 0 <= from <= to <= 255');
       // A short timeout: a scan of 247 ids at the bus's 300 ms would take over a minute.
-      bus = owner(busConfig, flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min(num(busConfig, 'timeout', 300), 200));
+      bus = owner(busConfig, flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min((busConfig as ModbusRtuBusConfig).timeout, 200));
       await bus.start();
       if (!bus.open) throw new Error(`cannot open ${bus.label}: ${String(bus.totals.lastError)}`);
       return await scan(bus, from, to, out);
@@ -96,11 +105,11 @@ export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: str
     await bus.start();
     if (!bus.open) throw new Error(`cannot open ${bus.label}: ${String(bus.totals.lastError)}`);
     if (cmd === 'write') {
-      await bus.enqueue(PRIORITY.write, (io) => executeWrites(io, unit, ops, num(busConfig, 'retries', 1)));
+      await bus.enqueue(PRIORITY.write, (io) => executeWrites(io, unit, ops, (busConfig as ModbusRtuBusConfig).retries));
       out(`wrote ${flags.get('value')} to unit ${unit} ${block.table} ${block.address}`);
       return 0;
     }
-    const data = (await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: READ_FC[block.table], address: block.address, count: point.width }, num(busConfig, 'retries', 1)))) as (number | boolean)[];
+    const data = (await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: READ_FC[block.table], address: block.address, count: point.width }, (busConfig as ModbusRtuBusConfig).retries))) as (number | boolean)[];
     const value = isBitTable(block.table) ? decodeBit(data[0] ?? false) : decodeRegisters(block, data as number[], 0);
     out(String(value));
     return 0;

@@ -90,7 +90,7 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     const groups = new Map<number, string[]>();
     for (const point of sim.device.model.points) {
       if (point.access === 'W' || !point.sim) continue;
-      const every = point.poll ?? sim.device.config.poll ?? 1000;
+      const every = point.poll ?? sim.device.config.poll;
       const group = groups.get(every);
       if (group) group.push(point.name);
       else groups.set(every, [point.name]);

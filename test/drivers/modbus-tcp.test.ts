@@ -60,7 +60,7 @@ tcpTest('writes and reads back over TCP; exceptions are clear', async () => {
     await driver.write('plc1', [{ name: 'c5', value: 0 }]);
     const err = await driver.write('plc1', [{ name: 'name', value: 'x' }]).then(() => null, (e: unknown) => e);
     assert.ok(err === null, 'string write to a holding string is allowed');
-    const bad = createModbusTcpDriverWith({ id: 'x', driver: 'modbus-tcp', host: '127.0.0.1', port: rig!.tcpPort }, [device('d', 1, [point('p', { table: 'holding', address: 300, data_type: 'uint16' })], 60_000)], context(new FakeSink()));
+    const bad = createModbusTcpDriverWith({ id: 'x', driver: 'modbus-tcp', host: '127.0.0.1', port: rig!.tcpPort, timeout: 1000, retries: 1, max_registers: 125, max_gap: 'auto' }, [device('d', 1, [point('p', { table: 'holding', address: 300, data_type: 'uint16' })], 60_000)], context(new FakeSink()));
     try {
       await bad.start();
       const e = await bad.read!('d', ['p']).then(() => null, (x: unknown) => x);

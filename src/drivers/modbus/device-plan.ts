@@ -81,7 +81,7 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
       problems.push(...bad.map((b) => `point ${p.name}: ${b}`));
       continue;
     }
-    points.set(p.name, { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll ?? 1000 });
+    points.set(p.name, { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll });
   }
   const byInterval = new Map<number, ModbusPoint[]>();
   for (const p of points.values()) {

@@ -2,14 +2,17 @@
  * One Modbus link set-up from a bus config, shared by the driver factories and the one-off CLI
  * commands: transport, plan options and bus-owner timing (t3.5 silence, drain, reopen) come from here only.
  */
-import type { BusConfig } from '../../config/types.js';
-import { isGatewayError } from '../../core/errors.js';
+import type { BusConfig, ModbusRtuBusConfig, ModbusTcpBusConfig } from '../../config/types.js';
 import { charMs, rtuCostModel, silenceMs, tcpCostModel } from '../../protocol/modbus/wire-cost.js';
 import type { PlanOptions } from '../../protocol/modbus/planner.js';
 import { PRIORITY, type BusOwner, type BusOwnerOptions } from './bus-owner.js';
-import { configError, maxGapOf, num } from './options.js';
+import { GatewayError, isGatewayError } from '../../core/errors.js';
 import { RtuTransport, TcpTransport, type ModbusTransport, type RtuOptions } from './transport.js';
 
+/**
+ * Every value comes from the validated config: the schema is the one source of defaults (baud 9600,
+ * timeout 300 ms on RTU / 1 s on TCP, …), so none is written again here.
+ */
 export interface ModbusLink {
   transport: ModbusTransport;
   plan: PlanOptions;
@@ -17,31 +20,26 @@ export interface ModbusLink {
   retries: number;
 }
 
-export function rtuOptions(bus: BusConfig): RtuOptions {
-  const path = bus['port'];
-  if (typeof path !== 'string' || path === '') throw configError(bus, 'modbus-rtu needs "port" (e.g. /dev/ttyUSB0 or /dev/serial/by-id/...)');
-  const parity = bus['parity'];
-  return {
-    path,
-    baudRate: num(bus, 'baud_rate', 9600),
-    parity: parity === 'even' || parity === 'odd' ? parity : 'none',
-    dataBits: num(bus, 'data_bits', 8) as RtuOptions['dataBits'],
-    stopBits: num(bus, 'stop_bits', 1) === 2 ? 2 : 1,
-  };
+const configError = (bus: BusConfig, message: string): GatewayError => new GatewayError('CONFIG_INVALID', `bus ${bus.id}: ${message}`);
+
+export function rtuOptions(bus: ModbusRtuBusConfig): RtuOptions {
+  return { path: bus.port, baudRate: bus.baud_rate, parity: bus.parity, dataBits: bus.data_bits, stopBits: bus.stop_bits };
 }
 
-/** The link of a modbus-rtu or modbus-tcp bus; a config error for any other driver. */
-export function modbusLink(bus: BusConfig): ModbusLink {
-  const retries = num(bus, 'retries', 1);
-  if (bus.driver === 'modbus-rtu') {
-    const serial = rtuOptions(bus);
-    const baud = serial.baudRate;
+const maxGapOf = (bus: ModbusRtuBusConfig | ModbusTcpBusConfig): 'auto' | number => (typeof bus.max_gap === 'number' ? bus.max_gap : 'auto');
+
+/** The link of a modbus-rtu or modbus-tcp bus (validated config); a config error for any other driver. */
+export function modbusLink(config: BusConfig): ModbusLink {
+  if (config.driver === 'modbus-rtu') {
+    const bus = config as ModbusRtuBusConfig;
+    if (typeof bus.port !== 'string' || bus.port === '') throw configError(bus, 'modbus-rtu needs "port" (e.g. /dev/ttyUSB0 or /dev/serial/by-id/...)');
+    const baud = bus.baud_rate;
     return {
-      transport: new RtuTransport(serial),
-      plan: { cost: rtuCostModel(baud), maxRegisters: num(bus, 'max_registers', 125), maxGap: maxGapOf(bus) },
-      retries,
+      transport: new RtuTransport(rtuOptions(bus)),
+      plan: { cost: rtuCostModel(baud), maxRegisters: bus.max_registers, maxGap: maxGapOf(bus) },
+      retries: bus.retries,
       owner: {
-        timeoutMs: num(bus, 'timeout', 300),
+        timeoutMs: bus.timeout,
         silenceMs: silenceMs(baud),
         // The longest frame (256 bytes) plus slack: no late answer can arrive after this.
         drainMaxMs: Math.ceil(256 * charMs(baud)) + 20,
@@ -49,20 +47,19 @@ export function modbusLink(bus: BusConfig): ModbusLink {
       },
     };
   }
-  if (bus.driver === 'modbus-tcp') {
-    const host = bus['host'];
-    if (typeof host !== 'string' || host === '') throw configError(bus, 'modbus-tcp needs "host"');
-    const timeoutMs = num(bus, 'timeout', 1000);
+  if (config.driver === 'modbus-tcp') {
+    const bus = config as ModbusTcpBusConfig;
+    if (typeof bus.host !== 'string' || bus.host === '') throw configError(bus, 'modbus-tcp needs "host"');
     return {
       // One connection, one request at a time: most TCP endpoints are RS-485 gateways with a serial
       // line behind them, and many PLCs answer only one transaction at a time anyway.
-      transport: new TcpTransport(host, num(bus, 'port', 502), timeoutMs),
-      plan: { cost: tcpCostModel(), maxRegisters: num(bus, 'max_registers', 125), maxGap: maxGapOf(bus) },
-      retries,
-      owner: { timeoutMs, silenceMs: 0, drainMaxMs: 0, reopenAfterTimeouts: 3 },
+      transport: new TcpTransport(bus.host, bus.port, bus.timeout),
+      plan: { cost: tcpCostModel(), maxRegisters: bus.max_registers, maxGap: maxGapOf(bus) },
+      retries: bus.retries,
+      owner: { timeoutMs: bus.timeout, silenceMs: 0, drainMaxMs: 0, reopenAfterTimeouts: 3 },
     };
   }
-  throw configError(bus, `is a ${bus.driver} bus, not modbus-rtu or modbus-tcp`);
+  throw configError(config, `is a ${config.driver} bus, not modbus-rtu or modbus-tcp`);
 }
 
 /**
