@@ -33,7 +33,7 @@ done
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# esbuild comes with tsx (node_modules/.bin/esbuild is what `npx esbuild` runs).
+# esbuild is a pinned devDependency (node_modules/.bin/esbuild is what `npx esbuild` runs).
 # require() of the external natives from an ESM bundle needs a real require.
 node_modules/.bin/esbuild "$STAGE/dist/main.js" --bundle --platform=node --target=node20 --format=esm \
   --outfile="$OUT/shadowgate.mjs" --log-level=warning --legal-comments=none \

@@ -14,11 +14,6 @@ import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Va
 
 export { FAILURE_WINDOW_MS, MAX_FAILURES, isOnlineState, type ShadowOptions, type ShadowStats } from './shadow-base.js';
 
-export interface PreparedUpdate {
-  /** Values in the order of the names given to prepareUpdate. */
-  set(values: ArrayLike<Value>, opts?: SetOptions): void;
-}
-
 export class Shadow extends ShadowBase {
   // ---- lifecycle -------------------------------------------------------------------------------
 
@@ -111,37 +106,6 @@ export class Shadow extends ShadowBase {
       throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${this.table.maxPoints} reached, cannot add points to ${id}`);
     }
     this.apply(d, names, slots, vals, n);
-  }
-
-  /**
-   * The ingest fast path for drivers that know a request's point set in advance (a Modbus read plan,
-   * a GPIO line group): names are resolved to slots once, each update is then array-in, no lookups.
-   * Same rules and atomicity as SetDevicePoints.
-   */
-  prepareUpdate(id: string, names: readonly string[]): PreparedUpdate {
-    const d = this.slotOf(id);
-    const dev = this.table.devices[d]!;
-    const missing = names.filter((name) => !dev.points.has(name));
-    if (missing.length > this.table.freePointSlots) {
-      throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${this.table.maxPoints} reached, cannot add points to ${id}`);
-    }
-    for (const name of new Set(missing)) {
-      const p = this.table.allocPoint();
-      dev.points.set(name, p);
-      dev.names.push(name);
-      this.structureSeq++;
-    }
-    const slots = Int32Array.from(names, (name) => dev.points.get(name)!);
-    const fixed = names.slice();
-    return {
-      set: (values, opts = {}) => {
-        if (this.table.devices[d] !== dev) throw unknownDevice();
-        if (values.length !== fixed.length) throw invalidValue(`expected ${fixed.length} values, got ${values.length}`);
-        this.checkVersion(d, id, opts);
-        for (let i = 0; i < fixed.length; i++) checkValue(fixed[i]!, values[i]!);
-        this.apply(d, fixed, slots, values, fixed.length);
-      },
-    };
   }
 
   private checkVersion(d: number, id: string, opts: SetOptions): void {

@@ -352,23 +352,4 @@ test('a throwing listener is contained and the others still run', () => {
   assert.equal(seen, ['a']);
 });
 
-test('prepareUpdate: the array fast path follows the same rules, events and atomicity', () => {
-  const { shadow, of } = setup({ maxPoints: 4 });
-  shadow.AddDevice('m1', 'm');
-  const update = shadow.prepareUpdate('m1', ['a', 'b']);
-  update.set([1, 'x']);
-  assert.is(shadow.GetDeviceState('m1'), 'Online');
-  assert.equal(shadow.GetDevicePoint('m1', 'b'), 'x');
-  update.set([1, 'y']);
-  assert.equal(of('dataChange').map((e) => e.values), [[{ name: 'a', value: 1 }, { name: 'b', value: 'x' }], [{ name: 'b', value: 'y' }]]);
-  assert.is(code(() => update.set([2, Number.POSITIVE_INFINITY])), 'INVALID_VALUE');
-  assert.is(code(() => update.set([2])), 'INVALID_VALUE');
-  assert.is(shadow.GetDevicePoint('m1', 'a'), 1, 'nothing applied from refused updates');
-  assert.is(code(() => update.set([3, 'z'], { expectedVersion: 0 })), 'VERSION_CONFLICT');
-  assert.is(code(() => shadow.prepareUpdate('m1', ['c', 'd', 'e'])), 'CAPACITY_POINTS');
-  assert.is(shadow.stats().dataPoints, 2, 'a refused prepare allocates nothing');
-  shadow.DeleteDevice('m1');
-  assert.is(code(() => update.set([1, 'x'])), 'UNKNOWN_DEVICE');
-});
-
 test.run();

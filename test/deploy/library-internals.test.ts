@@ -1,0 +1,82 @@
+/**
+ * Canaries for the library internals the gateway reaches into where no public API exists. Each one
+ * checks that the private field or hook is still where our code expects it, so an upgrade that moves
+ * it fails here, loudly, instead of silently breaking the feature in the field:
+ * - modbus-serial `_port` (late-error mute), `_port._buffer` and `_port._client` (RTU drain after a timeout);
+ * - polka `routes` (405 with Allow instead of 404);
+ * - aedes `persistence.storeRetained` (retained messages kept in order for the flat-file store);
+ * - Node's `socket._httpMessage` (an envelope for a parse error of a request already in a handler);
+ * - node-persist's instance `writeFile` (the shadow manifest written atomically).
+ */
+import http from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Socket } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+
+test('modbus-serial: an RTU buffered client keeps its port in _port, with _buffer and _client', async () => {
+  const { default: M } = await import('modbus-serial');
+  const ModbusRTU = M.default; // the d.ts is CJS with `export default` (as in transport.ts)
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-'));
+  const client = new ModbusRTU();
+  // A path that does not exist: the port object is built before the open fails.
+  await client.connectRTUBuffered(path.join(dir, 'no-such-tty'), { baudRate: 9600 }).catch(() => {});
+  const port = (client as unknown as { _port?: { _buffer?: unknown; _client?: { on?: unknown }; on?: unknown } })._port;
+  assert.ok(port, 'modbus-serial no longer keeps its port in client._port (src/drivers/modbus/transport.ts)');
+  assert.type(port.on, 'function');
+  assert.ok(Buffer.isBuffer(port._buffer), 'RtuBufferedPort._buffer moved (transport.ts drain)');
+  assert.type(port._client?.on, 'function', 'RtuBufferedPort._client (the serialport) moved (transport.ts drain)');
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('polka: the app lists its routes with method and pattern', async () => {
+  const { default: polka } = await import('polka');
+  const app = polka();
+  app.get('/a/b', () => {});
+  const routes = (app as unknown as { routes?: { method: string; pattern: RegExp }[] }).routes;
+  assert.ok(Array.isArray(routes), 'polka no longer exposes app.routes (src/api/app.ts allowedMethods)');
+  assert.is(routes[0]!.method, 'GET');
+  assert.ok(routes[0]!.pattern.test('/a/b'));
+});
+
+test('aedes: the instance exposes its persistence with storeRetained', async () => {
+  const { Aedes } = await import('aedes');
+  const broker = await Aedes.createBroker();
+  const persistence = (broker as unknown as { persistence?: { storeRetained?: unknown } }).persistence;
+  assert.type(persistence?.storeRetained, 'function', 'aedes.persistence.storeRetained moved (src/export/broker.ts)');
+  await new Promise<void>((resolve) => broker.close(() => resolve()));
+});
+
+test("node: a server socket points at its in-flight response through _httpMessage", async () => {
+  let seen: unknown;
+  const server = http.createServer((req, res) => {
+    seen = (req.socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  assert.ok(seen instanceof http.ServerResponse, 'socket._httpMessage is gone (src/api/server.ts onClientError)');
+});
+
+test('node-persist: every write goes through the instance writeFile', async () => {
+  const { default: nodePersist } = await import('node-persist');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-'));
+  const storage = nodePersist.create({ dir, expiredInterval: 0, writeQueue: false, ttl: false });
+  await storage.init();
+  storage.stopWriteQueueInterval();
+  const files: string[] = [];
+  storage.writeFile = async (file, content) => {
+    files.push(file);
+    return { file, content };
+  };
+  await storage.setItem('k', 1);
+  assert.is(files.length, 1, 'node-persist setItem no longer calls this.writeFile (src/store/shadow-store.ts manifest)');
+  await rm(dir, { recursive: true, force: true });
+});
+
+test.run();
