@@ -26,6 +26,8 @@ const standaloneCode = standaloneModule.default;
 const require = createRequire(import.meta.url);
 
 const SCHEMA_FILE = fileURLToPath(new URL('../src/config/schema.json', import.meta.url));
+/** Board definitions (board/boards/*.json) have their own small schema, compiled into the same module. */
+const BOARD_SCHEMA_FILE = fileURLToPath(new URL('../src/config/board.schema.json', import.meta.url));
 export const OUTPUT_JS = fileURLToPath(new URL('../src/config/schema-validators.js', import.meta.url));
 export const OUTPUT_DTS = fileURLToPath(new URL('../src/config/schema-validators.d.ts', import.meta.url));
 
@@ -106,6 +108,8 @@ export interface SchemaValidator {
 export declare const validateConfig: SchemaValidator;
 /** One model (#/definitions/model, a board/models/*.json file). */
 export declare const validateModel: SchemaValidator;
+/** One board definition (board.schema.json, a board/boards/*.json file). */
+export declare const validateBoard: SchemaValidator;
 /** The schema's \`if\` subschemas by JSON pointer, for the unit walk (units.ts) to take the branch ajv took. */
 export declare const conditions: Readonly<Record<string, SchemaValidator>>;
 `;
@@ -120,7 +124,8 @@ export function generate(): { js: string; dts: string } {
   // An annotation for ajv (the text is checked by the pattern beside it); units.ts converts it after validation.
   ajv.addKeyword({ keyword: 'x-unit', schemaType: 'string', metaSchema: { enum: ['duration', 'size'] } });
   ajv.addSchema(schema, 'config');
-  const exportsByName: Record<string, string> = { validateConfig: 'config', validateModel: 'config#/definitions/model' };
+  ajv.addSchema(JSON.parse(readFileSync(BOARD_SCHEMA_FILE, 'utf8')) as Schema, 'board');
+  const exportsByName: Record<string, string> = { validateConfig: 'config', validateModel: 'config#/definitions/model', validateBoard: 'board' };
   conditions.forEach((pointer, i) => {
     exportsByName[`condition${i}`] = `config#${pointer.split('/').map(encodeURIComponent).join('/')}`;
   });

@@ -11,5 +11,7 @@ export interface SchemaValidator {
 export declare const validateConfig: SchemaValidator;
 /** One model (#/definitions/model, a board/models/*.json file). */
 export declare const validateModel: SchemaValidator;
+/** One board definition (board.schema.json, a board/boards/*.json file). */
+export declare const validateBoard: SchemaValidator;
 /** The schema's `if` subschemas by JSON pointer, for the unit walk (units.ts) to take the branch ajv took. */
 export declare const conditions: Readonly<Record<string, SchemaValidator>>;

@@ -5052,15 +5052,17 @@ validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const condition0 = validate26;
-const schema46 = {"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]};
+export const validateBoard = validate26;
+const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
+const pattern37 = new RegExp("^[a-z0-9-]+$", "u");
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+/*# sourceURL="https://shadowgate.dev/board.schema.json" */;
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema46.required,parentSchema:schema46,data};
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema46.required,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5069,10 +5071,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.driver !== undefined){
-let data0 = data.driver;
-if("simulator" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "simulator"},message:"must be equal to constant",schema:"simulator",parentSchema:schema46.properties.driver,data:data0};
+if(data.title === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'",schema:schema46.required,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5081,10 +5081,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+if(data.model_match === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model_match"},message:"must have required property '"+"model_match"+"'",schema:schema46.required,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5093,12 +5091,766 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(data.gpiochip === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "gpiochip"},message:"must have required property '"+"gpiochip"+"'",schema:schema46.required,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.header === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "header"},message:"must have required property '"+"header"+"'",schema:schema46.required,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.uarts === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "uarts"},message:"must have required property '"+"uarts"+"'",schema:schema46.required,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.reserved === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved"},message:"must have required property '"+"reserved"+"'",schema:schema46.required,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func2.call(schema46.properties, key0))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(!pattern37.test(data0)){
+const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema46.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.name.type,parentSchema:schema46.properties.name,data:data0};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data1 = data.title;
+if(typeof data1 !== "string"){
+const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.title.type,parentSchema:schema46.properties.title,data:data1};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.model_match !== undefined){
+let data2 = data.model_match;
+if(Array.isArray(data2)){
+if(data2.length < 1){
+const err11 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema46.properties.model_match,data:data2};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(typeof data3 !== "string"){
+const err12 = {instancePath:instancePath+"/model_match/" + i0,schemaPath:"#/properties/model_match/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.model_match.items.type,parentSchema:schema46.properties.model_match.items,data:data3};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.model_match.type,parentSchema:schema46.properties.model_match,data:data2};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.soc !== undefined){
+let data4 = data.soc;
+if(typeof data4 !== "string"){
+const err14 = {instancePath:instancePath+"/soc",schemaPath:"#/properties/soc/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.soc.type,parentSchema:schema46.properties.soc,data:data4};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.gpiochip !== undefined){
+let data5 = data.gpiochip;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.label === undefined){
+const err15 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'",schema:schema46.properties.gpiochip.required,parentSchema:schema46.properties.gpiochip,data:data5};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data5.lines === undefined){
+const err16 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "lines"},message:"must have required property '"+"lines"+"'",schema:schema46.properties.gpiochip.required,parentSchema:schema46.properties.gpiochip,data:data5};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+for(const key1 in data5){
+if(!(((key1 === "label") || (key1 === "lines")) || (key1 === "known_bases"))){
+const err17 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.gpiochip,data:data5};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data5.label !== undefined){
+let data6 = data5.label;
+if(typeof data6 !== "string"){
+const err18 = {instancePath:instancePath+"/gpiochip/label",schemaPath:"#/properties/gpiochip/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.gpiochip.properties.label.type,parentSchema:schema46.properties.gpiochip.properties.label,data:data6};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data5.lines !== undefined){
+let data7 = data5.lines;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err19 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.gpiochip.properties.lines.type,parentSchema:schema46.properties.gpiochip.properties.lines,data:data7};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 < 0 || isNaN(data7)){
+const err20 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.gpiochip.properties.lines,data:data7};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+if(data5.known_bases !== undefined){
+let data8 = data5.known_bases;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+for(const key2 in data8){
+let data9 = data8[key2];
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err21 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.gpiochip.properties.known_bases.additionalProperties.type,parentSchema:schema46.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 0 || isNaN(data9)){
+const err22 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/gpiochip/known_bases",schemaPath:"#/properties/gpiochip/properties/known_bases/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.gpiochip.properties.known_bases.type,parentSchema:schema46.properties.gpiochip.properties.known_bases,data:data8};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.gpiochip.type,parentSchema:schema46.properties.gpiochip,data:data5};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data10 = data.header;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+for(const key3 in data10){
+let data11 = data10[key3];
+if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (typeof data11 !== "string")){
+const err25 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/type",keyword:"type",params:{type: schema46.properties.header.additionalProperties.type},message:"must be integer,string",schema:schema46.properties.header.additionalProperties.type,parentSchema:schema46.properties.header.additionalProperties,data:data11};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 < 0 || isNaN(data11)){
+const err26 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.header.additionalProperties,data:data11};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.header.type,parentSchema:schema46.properties.header,data:data10};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data.uarts !== undefined){
+let data12 = data.uarts;
+if(Array.isArray(data12)){
+const len1 = data12.length;
+for(let i1=0; i1<len1; i1++){
+let data13 = data12[i1];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.name === undefined){
+const err28 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data13.device === undefined){
+const err29 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data13.tx === undefined){
+const err30 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "tx"},message:"must have required property '"+"tx"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data13.rx === undefined){
+const err31 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "rx"},message:"must have required property '"+"rx"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if(data13.config_txt === undefined){
+const err32 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "config_txt"},message:"must have required property '"+"config_txt"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+for(const key4 in data13){
+if(!(func2.call(schema46.properties.uarts.items.properties, key4))){
+const err33 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data13.name !== undefined){
+let data14 = data13.name;
+if(typeof data14 !== "string"){
+const err34 = {instancePath:instancePath+"/uarts/" + i1+"/name",schemaPath:"#/properties/uarts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.name.type,parentSchema:schema46.properties.uarts.items.properties.name,data:data14};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data13.device !== undefined){
+let data15 = data13.device;
+if(typeof data15 !== "string"){
+const err35 = {instancePath:instancePath+"/uarts/" + i1+"/device",schemaPath:"#/properties/uarts/items/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.device.type,parentSchema:schema46.properties.uarts.items.properties.device,data:data15};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data13.aliases !== undefined){
+let data16 = data13.aliases;
+if(Array.isArray(data16)){
+const len2 = data16.length;
+for(let i2=0; i2<len2; i2++){
+let data17 = data16[i2];
+if(typeof data17 !== "string"){
+const err36 = {instancePath:instancePath+"/uarts/" + i1+"/aliases/" + i2,schemaPath:"#/properties/uarts/items/properties/aliases/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.aliases.items.type,parentSchema:schema46.properties.uarts.items.properties.aliases.items,data:data17};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/uarts/" + i1+"/aliases",schemaPath:"#/properties/uarts/items/properties/aliases/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.uarts.items.properties.aliases.type,parentSchema:schema46.properties.uarts.items.properties.aliases,data:data16};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data13.tx !== undefined){
+let data18 = data13.tx;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err38 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.tx.type,parentSchema:schema46.properties.uarts.items.properties.tx,data:data18};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 < 0 || isNaN(data18)){
+const err39 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.tx,data:data18};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+if(data13.rx !== undefined){
+let data19 = data13.rx;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err40 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.rx.type,parentSchema:schema46.properties.uarts.items.properties.rx,data:data19};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 < 0 || isNaN(data19)){
+const err41 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.rx,data:data19};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+if(data13.cts !== undefined){
+let data20 = data13.cts;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err42 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.cts.type,parentSchema:schema46.properties.uarts.items.properties.cts,data:data20};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 < 0 || isNaN(data20)){
+const err43 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.cts,data:data20};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+if(data13.rts !== undefined){
+let data21 = data13.rts;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err44 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.rts.type,parentSchema:schema46.properties.uarts.items.properties.rts,data:data21};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 < 0 || isNaN(data21)){
+const err45 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.rts,data:data21};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+}
+if(data13.config_txt !== undefined){
+let data22 = data13.config_txt;
+if(Array.isArray(data22)){
+const len3 = data22.length;
+for(let i3=0; i3<len3; i3++){
+let data23 = data22[i3];
+if(typeof data23 !== "string"){
+const err46 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt/" + i3,schemaPath:"#/properties/uarts/items/properties/config_txt/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.config_txt.items.type,parentSchema:schema46.properties.uarts.items.properties.config_txt.items,data:data23};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt",schemaPath:"#/properties/uarts/items/properties/config_txt/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.uarts.items.properties.config_txt.type,parentSchema:schema46.properties.uarts.items.properties.config_txt,data:data22};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+if(data13.notes !== undefined){
+let data24 = data13.notes;
+if(typeof data24 !== "string"){
+const err48 = {instancePath:instancePath+"/uarts/" + i1+"/notes",schemaPath:"#/properties/uarts/items/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.notes.type,parentSchema:schema46.properties.uarts.items.properties.notes,data:data24};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.uarts.items.type,parentSchema:schema46.properties.uarts.items,data:data13};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/uarts",schemaPath:"#/properties/uarts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.uarts.type,parentSchema:schema46.properties.uarts,data:data12};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.reserved !== undefined){
+let data25 = data.reserved;
+if(Array.isArray(data25)){
+const len4 = data25.length;
+for(let i4=0; i4<len4; i4++){
+let data26 = data25[i4];
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(data26.pins === undefined){
+const err51 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "pins"},message:"must have required property '"+"pins"+"'",schema:schema46.properties.reserved.items.required,parentSchema:schema46.properties.reserved.items,data:data26};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data26.reason === undefined){
+const err52 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema46.properties.reserved.items.required,parentSchema:schema46.properties.reserved.items,data:data26};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+for(const key5 in data26){
+if(!((key5 === "pins") || (key5 === "reason"))){
+const err53 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.reserved.items,data:data26};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data26.pins !== undefined){
+let data27 = data26.pins;
+if(Array.isArray(data27)){
+const len5 = data27.length;
+for(let i5=0; i5<len5; i5++){
+let data28 = data27[i5];
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err54 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.reserved.items.properties.pins.items.type,parentSchema:schema46.properties.reserved.items.properties.pins.items,data:data28};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 < 0 || isNaN(data28)){
+const err55 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.reserved.items.properties.pins.items,data:data28};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/reserved/" + i4+"/pins",schemaPath:"#/properties/reserved/items/properties/pins/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.reserved.items.properties.pins.type,parentSchema:schema46.properties.reserved.items.properties.pins,data:data27};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data26.reason !== undefined){
+let data29 = data26.reason;
+if(typeof data29 !== "string"){
+const err57 = {instancePath:instancePath+"/reserved/" + i4+"/reason",schemaPath:"#/properties/reserved/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.reserved.items.properties.reason.type,parentSchema:schema46.properties.reserved.items.properties.reason,data:data29};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.reserved.items.type,parentSchema:schema46.properties.reserved.items,data:data26};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/reserved",schemaPath:"#/properties/reserved/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.reserved.type,parentSchema:schema46.properties.reserved,data:data25};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+if(data.notes !== undefined){
+let data30 = data.notes;
+if(Array.isArray(data30)){
+const len6 = data30.length;
+for(let i6=0; i6<len6; i6++){
+let data31 = data30[i6];
+if(typeof data31 !== "string"){
+const err60 = {instancePath:instancePath+"/notes/" + i6,schemaPath:"#/properties/notes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.notes.items.type,parentSchema:schema46.properties.notes.items,data:data31};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.notes.type,parentSchema:schema46.properties.notes,data:data30};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+}
+else {
+const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
 validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const condition1 = validate27;
-const schema47 = {"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]};
+export const condition0 = validate27;
+const schema47 = {"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]};
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5116,8 +5868,8 @@ errors++;
 }
 if(data.driver !== undefined){
 let data0 = data.driver;
-if("modbus-rtu" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-rtu"},message:"must be equal to constant",schema:"modbus-rtu",parentSchema:schema47.properties.driver,data:data0};
+if("simulator" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "simulator"},message:"must be equal to constant",schema:"simulator",parentSchema:schema47.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5142,8 +5894,8 @@ validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const condition2 = validate28;
-const schema48 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
+export const condition1 = validate28;
+const schema48 = {"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]};
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5161,8 +5913,8 @@ errors++;
 }
 if(data.driver !== undefined){
 let data0 = data.driver;
-if("modbus-tcp" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema48.properties.driver,data:data0};
+if("modbus-rtu" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-rtu"},message:"must be equal to constant",schema:"modbus-rtu",parentSchema:schema48.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5187,8 +5939,8 @@ validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const condition3 = validate29;
-const schema49 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
+export const condition2 = validate29;
+const schema49 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5206,8 +5958,8 @@ errors++;
 }
 if(data.driver !== undefined){
 let data0 = data.driver;
-if("gpio" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema49.properties.driver,data:data0};
+if("modbus-tcp" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema49.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5232,15 +5984,15 @@ validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const condition4 = validate30;
-const schema50 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
+export const condition3 = validate30;
+const schema50 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema50.required,parentSchema:schema50,data};
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema50.required,parentSchema:schema50,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5249,10 +6001,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("constant" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema50.properties.fn,data:data0};
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("gpio" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema50.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5277,8 +6029,8 @@ validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const condition5 = validate31;
-const schema51 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
+export const condition4 = validate31;
+const schema51 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5296,8 +6048,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("sine" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema51.properties.fn,data:data0};
+if("constant" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema51.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5322,8 +6074,8 @@ validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const condition6 = validate32;
-const schema52 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+export const condition5 = validate32;
+const schema52 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5341,8 +6093,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("random_walk" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema52.properties.fn,data:data0};
+if("sine" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema52.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5367,8 +6119,8 @@ validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const condition7 = validate33;
-const schema53 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+export const condition6 = validate33;
+const schema53 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5386,8 +6138,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("counter" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema53.properties.fn,data:data0};
+if("random_walk" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema53.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5409,6 +6161,51 @@ vErrors.push(err2);
 errors++;
 }
 validate33.errors = vErrors;
+return errors === 0;
+}
+
+export const condition7 = validate34;
+const schema54 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema54.required,parentSchema:schema54,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("counter" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema54.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema54.type,parentSchema:schema54,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate34.errors = vErrors;
 return errors === 0;
 }
 

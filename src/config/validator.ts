@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ErrorObject } from 'ajv';
-import { conditions, validateConfig, validateModel, type SchemaValidator } from './schema-validators.js';
+import { conditions, validateBoard, validateConfig, validateModel, type SchemaValidator } from './schema-validators.js';
 import { formatPath } from './path.js';
 import { unitConverter } from './units.js';
 
@@ -31,6 +31,11 @@ function withUnits(fn: SchemaValidator, pointer: string): (data: unknown) => { o
 export const validateConfigShape = withUnits(validateConfig, '');
 /** Validates one model (a board/models/*.json file) in place. */
 export const validateModelShape = withUnits(validateModel, '/definitions/model');
+
+/** Shape problems of one board definition (board/boards/*.json, board.schema.json) as `path: message`. */
+export function boardShapeProblems(raw: unknown): string[] {
+  return validateBoard(raw) ? [] : formatAjvErrors(validateBoard.errors);
+}
 
 // Patterns are precise but unreadable; these say what they mean.
 const PATTERN_TEXT: Record<string, string> = {

@@ -103,6 +103,27 @@ test('board files: all six load, share the 40-pin header, and name distinct boar
   assert.is(findBoard(boards, 'rpi-zero-2w')!.gpiochip.label, 'pinctrl-bcm2835');
 });
 
+test('a malformed board file is refused naming the file and every problem at its path (board.schema.json)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sg-boards-'));
+  try {
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ name: 'Bad Board', title: 'x', model_match: [], gpiochip: { label: 'l' }, header: { 1: true }, uarts: [{ name: 'u' }], reserved: [] }));
+    const err = (() => {
+      try {
+        loadBoards(dir);
+        return '';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    })();
+    assert.match(err, /bad\.json/);
+    for (const problem of ['name: must match', 'model_match: must have at least 1', 'gpiochip.lines: is required', 'header[1]: must be integer or string', 'uarts[0].device: is required']) {
+      assert.ok(err.includes(problem), `${problem} in: ${err}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('board detection from /proc/device-tree/model text; the longest prefix wins', () => {
   const cases: [string, string][] = [
     ['Raspberry Pi 3 Model B Rev 1.2\0', 'rpi-3b'],

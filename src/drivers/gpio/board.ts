@@ -6,6 +6,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { boardShapeProblems } from '../../config/validator.js';
 import type { HeaderMap } from './header.js';
 
 export interface BoardUart {
@@ -49,38 +50,6 @@ export interface BoardDefinition {
 export const DEFAULT_BOARDS_DIR = fileURLToPath(new URL('../../../board/boards/', import.meta.url));
 export const DEFAULT_MODEL_PATH = '/proc/device-tree/model';
 
-const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
-const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
-
-/** Shape problems of one parsed board file (empty when fine). */
-export function boardProblems(raw: unknown): string[] {
-  if (typeof raw !== 'object' || raw === null) return ['not a JSON object'];
-  const b = raw as Record<string, unknown>;
-  const problems: string[] = [];
-  if (typeof b.name !== 'string' || !/^[a-z0-9-]+$/.test(b.name)) problems.push('name: must be a lower-case id like "rpi-4b"');
-  if (typeof b.title !== 'string') problems.push('title: must be text');
-  if (!isStrings(b.model_match) || b.model_match.length === 0) problems.push('model_match: must be a non-empty list of text');
-  const chip = b.gpiochip as Record<string, unknown> | undefined;
-  if (typeof chip?.label !== 'string' || !isInt(chip.lines)) problems.push('gpiochip: needs label (text) and lines (integer)');
-  const header = b.header as Record<string, unknown> | undefined;
-  if (typeof header !== 'object' || header === null) problems.push('header: must map header pins to BCM numbers');
-  else {
-    for (const [pin, v] of Object.entries(header)) {
-      if (!isInt(v) && typeof v !== 'string') problems.push(`header.${pin}: must be a BCM number or a supply name`);
-    }
-  }
-  if (!Array.isArray(b.uarts)) problems.push('uarts: must be a list');
-  else {
-    b.uarts.forEach((u: Record<string, unknown>, i) => {
-      if (typeof u?.name !== 'string' || typeof u.device !== 'string' || !isInt(u.tx) || !isInt(u.rx) || !isStrings(u.config_txt)) {
-        problems.push(`uarts[${i}]: needs name, device, tx, rx and config_txt`);
-      }
-    });
-  }
-  if (!Array.isArray(b.reserved)) problems.push('reserved: must be a list');
-  return problems;
-}
-
 /** Every board file in `dir`; a malformed file throws naming the file and its problems. */
 export function loadBoards(dir: string = DEFAULT_BOARDS_DIR): BoardDefinition[] {
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
@@ -92,7 +61,7 @@ export function loadBoards(dir: string = DEFAULT_BOARDS_DIR): BoardDefinition[] 
     } catch (e) {
       throw new Error(`board file ${path}: ${(e as Error).message}`);
     }
-    const problems = boardProblems(raw);
+    const problems = boardShapeProblems(raw); // src/config/board.schema.json is the one source of the shape
     if (problems.length > 0) throw new Error(`board file ${path}: ${problems.join('; ')}`);
     return raw as BoardDefinition;
   });
