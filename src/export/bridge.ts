@@ -47,7 +47,7 @@ export class Bridge {
   }
 
   async start(): Promise<void> {
-    this.queue.load();
+    await this.queue.load();
     const { config, topics, log } = this.opts;
     this.opts.publishLocal(topics.bridgeState, 'offline');
     const client = mqtt.connect(config.url, {
@@ -116,7 +116,7 @@ export class Bridge {
     this.pumping = true;
     try {
       while (!this.stopped && this.client?.connected) {
-        const seg = this.queue.take();
+        const seg = await this.queue.take();
         if (!seg) break;
         await Promise.all(seg.messages.map((m) => this.send(m)));
         if (this.stopped) break;
@@ -135,6 +135,7 @@ export class Bridge {
       queueMessages: this.queue.length,
       queueBytes: this.queue.bytes,
       dropped: this.queue.dropped,
+      queueError: this.queue.lastError,
     };
   }
 
@@ -154,6 +155,6 @@ export class Bridge {
       clearTimeout(t);
       await new Promise<void>((r) => c.end(true, {}, () => r()));
     }
-    this.queue.close();
+    await this.queue.close();
   }
 }

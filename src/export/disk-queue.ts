@@ -4,8 +4,13 @@
  * `flushMs` (and before a read). When the bytes on disk pass `maxBytes` the oldest segment is dropped
  * and its messages counted: a segment is at most 1/16 of the bound, so a drop loses the oldest ~6 %.
  * A segment is deleted only after the consumer acknowledged all of it: at-least-once across a crash.
+ *
+ * No file call blocks the event loop: the accounting (bytes, counts, which segment a line goes to) is
+ * done at once in memory, and the file operations it implies run in order on one promise chain. A
+ * segment read back is parsed in slices with a yield between them, so draining a 4 MiB segment after a
+ * long outage never stalls polling or REST for the whole parse.
  */
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { appendFile, mkdir, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface QueuedMessage {
@@ -21,6 +26,11 @@ interface Segment {
   count: number;
 }
 
+/** Lines parsed between two yields to the event loop (~1 ms of JSON.parse on a Pi-class CPU for short messages). */
+const PARSE_SLICE = 500;
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class DiskQueue {
   private readonly segments: Segment[] = [];
   private pending: string[] = [];
@@ -29,6 +39,9 @@ export class DiskQueue {
   private timer: NodeJS.Timeout | null = null;
   readonly segmentMax: number;
   private droppedCount = 0;
+  /** File operations in the order the accounting decided them. */
+  private io: Promise<void> = Promise.resolve();
+  private ioError: Error | null = null;
 
   constructor(
     private readonly dir: string,
@@ -39,14 +52,14 @@ export class DiskQueue {
   }
 
   /** Finds segments left by a previous run (a crash or a stop while the upstream was away). */
-  load(): void {
-    mkdirSync(this.dir, { recursive: true });
-    const names = readdirSync(this.dir).filter((f) => /^seg-\d+\.jsonl$/.test(f));
+  async load(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const names = (await readdir(this.dir)).filter((f) => /^seg-\d+\.jsonl$/.test(f));
     const found = names.map((f) => Number(f.slice(4, -6))).sort((a, b) => a - b);
     for (const n of found) {
       const path = this.segPath(n);
-      const bytes = statSync(path).size;
-      const text = readFileSync(path, 'utf8');
+      const bytes = (await stat(path)).size;
+      const text = await readFile(path, 'utf8');
       let count = 0;
       for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) count++;
       this.segments.push({ n, path, bytes, count });
@@ -70,6 +83,11 @@ export class DiskQueue {
     return this.droppedCount;
   }
 
+  /** The last file error (a full disk): shown in the bridge's stats; the queue keeps counting in memory. */
+  get lastError(): string | null {
+    return this.ioError?.message ?? null;
+  }
+
   push(msg: QueuedMessage): void {
     const line = `${JSON.stringify(msg)}\n`;
     this.pending.push(line);
@@ -79,7 +97,15 @@ export class DiskQueue {
     this.enforceBound();
   }
 
-  /** Writes buffered lines into the tail segment(s). */
+  private file(op: () => Promise<void>): void {
+    this.io = this.io.then(op).then(() => {
+      this.ioError = null;
+    }, (err: unknown) => {
+      this.ioError = err instanceof Error ? err : new Error(String(err));
+    });
+  }
+
+  /** Moves buffered lines into the tail segment(s); their appends are queued on the file chain. */
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
@@ -90,7 +116,9 @@ export class DiskQueue {
     let chunkCount = 0;
     const write = (): void => {
       if (!tail || chunkCount === 0) return;
-      appendFileSync(tail.path, chunk);
+      const path = tail.path;
+      const text = chunk;
+      this.file(() => appendFile(path, text));
       tail.bytes += chunkBytes;
       tail.count += chunkCount;
       chunk = '';
@@ -114,6 +142,12 @@ export class DiskQueue {
     this.pendingBytes = 0;
   }
 
+  private remove(path: string): void {
+    this.file(() => unlink(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    }));
+  }
+
   private enforceBound(): void {
     while (this.bytes > this.maxBytes) {
       if (this.segments.length === 0 || (this.segments.length === 1 && this.pending.length > 0)) this.flush();
@@ -121,11 +155,7 @@ export class DiskQueue {
       if (this.segments.length <= 1) return;
       const old = this.segments.shift()!;
       this.droppedCount += old.count;
-      try {
-        unlinkSync(old.path);
-      } catch {
-        /* already gone */
-      }
+      this.remove(old.path);
     }
   }
 
@@ -133,38 +163,34 @@ export class DiskQueue {
    * Takes the oldest segment out of the bound accounting and returns its messages and an `ack` that deletes
    * its file. Buffered lines are flushed first so nothing jumps the queue.
    */
-  take(): { messages: QueuedMessage[]; ack(): void } | null {
+  async take(): Promise<{ messages: QueuedMessage[]; ack(): void } | null> {
     this.flush();
     const seg = this.segments.shift();
     if (!seg) return null;
-    let messages: QueuedMessage[] = [];
+    await this.io;
+    let lines: string[] = [];
     try {
-      messages = readFileSync(seg.path, 'utf8')
-        .split('\n')
-        .filter((l) => l.length > 0)
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l) as QueuedMessage];
-          } catch {
-            return []; // a line torn by a power cut
-          }
-        });
+      lines = (await readFile(seg.path, 'utf8')).split('\n');
     } catch {
-      messages = [];
+      lines = [];
     }
-    return {
-      messages,
-      ack: () => {
-        try {
-          unlinkSync(seg.path);
-        } catch {
-          /* already gone */
-        }
-      },
-    };
+    const messages: QueuedMessage[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      if (i > 0 && i % PARSE_SLICE === 0) await yieldToLoop();
+      const line = lines[i]!;
+      if (line.length === 0) continue;
+      try {
+        messages.push(JSON.parse(line) as QueuedMessage);
+      } catch {
+        // a line torn by a power cut
+      }
+    }
+    return { messages, ack: () => this.remove(seg.path) };
   }
 
-  close(): void {
+  /** Writes what is buffered and waits for every file operation to finish. */
+  async close(): Promise<void> {
     this.flush();
+    await this.io;
   }
 }

@@ -100,4 +100,24 @@ test('the core and the protocol import no I/O module', () => {
   assert.equal(wrong, []);
 });
 
+/**
+ * Synchronous file calls block the event loop (polls, REST, MQTT) for as long as the SD card takes. They
+ * are allowed only where they run once at start-up or touch memory-backed sysfs, each with its reason.
+ */
+const SYNC_ALLOWED: Record<string, string> = {
+  'config/models.ts': 'the model library, read once at start (live changes validate against the cached copy)',
+  'config/validator.ts': 'schema.json, read once when the module loads',
+  'drivers/gpio/board.ts': 'board files, read once per directory and cached',
+  'drivers/gpio/chip.ts': 'sysfs gpiochip labels (memory-backed, not flash), at bus start',
+  'drivers/gpio/onoff-port.ts': "onoff's line reads/writes are sysfs files (memory-backed)",
+  'util/version.ts': 'package.json, read once at start',
+};
+
+test('no synchronous file call outside start-up and sysfs (and the one-off CLI commands)', () => {
+  const wrong = [...graph().keys()]
+    .filter((f) => roomOf(f) !== 'cli' && !Object.hasOwn(SYNC_ALLOWED, f))
+    .filter((f) => /\b(readFileSync|writeFileSync|appendFileSync|readdirSync|statSync|existsSync|mkdirSync|unlinkSync|renameSync|openSync|fsyncSync|rmSync|accessSync)\(/.test(readFileSync(path.join(SRC, f), 'utf8')));
+  assert.equal(wrong, []);
+});
+
 test.run();

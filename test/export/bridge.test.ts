@@ -15,23 +15,24 @@ import { silentLogger } from '../../src/util/logger.js';
 import { collect, connectClient, endClient, makeFixture, removeDir, tempDir, waitFor, withTimeout } from './helpers.js';
 import { Mosquitto, freePort, hasMosquitto } from './mosquitto.js';
 
-test('disk queue: FIFO across segments and a reload, bound drops the oldest and counts them', () => {
+test('disk queue: FIFO across segments and a reload, bound drops the oldest and counts them', async () => {
   const dir = tempDir('dq');
   try {
     const q = new DiskQueue(dir, 4096, 10);
     for (let i = 0; i < 300; i++) q.push({ t: 't', p: `m${i}`, r: false });
-    q.close();
+    await q.close();
     assert.ok(q.bytes <= 4096, `bytes ${q.bytes}`);
     assert.ok(q.dropped > 0);
     assert.is(q.dropped + q.length, 300);
     const q2 = new DiskQueue(dir, 4096, 10);
-    q2.load();
+    await q2.load();
     assert.is(q2.length, q.length, 'survives a restart');
     const out: string[] = [];
-    for (let seg = q2.take(); seg; seg = q2.take()) {
+    for (let seg = await q2.take(); seg; seg = await q2.take()) {
       out.push(...seg.messages.map((m) => m.p));
       seg.ack();
     }
+    await q2.close();
     assert.is(out.at(-1), "m299");
     const nums = out.map((p) => Number(p.slice(1)));
     nums.forEach((n, i) => i > 0 && assert.is(n, nums[i - 1]! + 1));

@@ -50,8 +50,20 @@ export interface BoardDefinition {
 export const DEFAULT_BOARDS_DIR = fileURLToPath(new URL('../../../board/boards/', import.meta.url));
 export const DEFAULT_MODEL_PATH = '/proc/device-tree/model';
 
+/**
+ * Board files ship with the gateway and do not change while it runs: read once per directory, at the
+ * first start or config check, so a live config change (which runs the gpio check) reads no file.
+ */
+const loaded = new Map<string, BoardDefinition[]>();
+
 /** Every board file in `dir`; a malformed file throws naming the file and its problems. */
 export function loadBoards(dir: string = DEFAULT_BOARDS_DIR): BoardDefinition[] {
+  let boards = loaded.get(dir);
+  if (!boards) loaded.set(dir, (boards = readBoards(dir)));
+  return boards;
+}
+
+function readBoards(dir: string): BoardDefinition[] {
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
   return files.map((file) => {
     const path = join(dir, file);
