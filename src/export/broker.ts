@@ -103,7 +103,8 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
 
   aedes.on('publish', (packet, client) => {
     if (packet.topic.startsWith('$SYS')) return;
-    if (packet.retain) retained.record(packet.topic, Buffer.from(packet.payload), packet.qos);
+    // A publish without a client is the gateway's own (bridge state): rebuilt at start, its payload is not kept.
+    if (packet.retain) retained.record(packet.topic, Buffer.from(packet.payload), packet.qos, !client);
     if (!client) return;
     counters.clientPublishes++;
     const principal = principals.get(client) ?? { kind: 'anonymous' };
@@ -125,7 +126,7 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
   const storeRetained = (topic: string, buf: Buffer, qos: 0 | 1): void => {
     persistence.storeRetained({ cmd: 'publish', topic, payload: buf, qos, retain: true }).catch((err: unknown) =>
       log.error({ err, topic }, 'retained store failed'));
-    retained.record(topic, buf, qos);
+    retained.record(topic, buf, qos, true);
   };
   const onSendDone = (err: Error | undefined, topic: string): void => {
     if (err) log.error({ err, topic }, 'mqtt publish failed');
@@ -181,7 +182,7 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     onClientPublish(fn) {
       handlers.push(fn);
     },
-    stats: () => ({ ...counters, outboxPending: outbox.pending, clients: aedes.connectedClients, retained: retained.size, tcpPort: port, wsPort }),
+    stats: () => ({ ...counters, outboxPending: outbox.pending, clients: aedes.connectedClients, retained: retained.size, retainedFileWrites: retained.writes, tcpPort: port, wsPort }),
     async close() {
       for (const ws of wss.clients) ws.terminate();
       wss.close();

@@ -80,7 +80,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
     const ex = new MqttExporter(ctx, topics, publish);
     exporter = ex;
     b.onClientPublish((topic, payload, principal) => ex.onClientPublish(topic, payload, principal));
-    ex.start(persisted.map((m) => m.topic));
+    ex.start(retained.topics());
     await pieces.start(piece('exporter', () => ex.stop()));
     if (br) await pieces.start({ name: 'bridge', start: () => br.start(), stop: () => br.stop() });
     return publish;

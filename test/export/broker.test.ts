@@ -180,6 +180,29 @@ test('retained messages survive a gateway restart (flat file), deleted devices s
   }
 });
 
+test('retained.json is not rewritten when values change (flash budget), only when a client retains or topics change', async () => {
+  const f = makeFixture();
+  const gw = await start(f);
+  const writes = (): number => (gw.stats().broker as { retainedFileWrites: number }).retainedFileWrites;
+  try {
+    await waitFor(() => writes() >= 1, 4000, 'the first write of the topic names');
+    const before = writes();
+    for (let i = 0; i < 25; i++) {
+      f.shadow.SetDevicePoints('dev1', { temp: 22 + i / 10 });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 1200)); // past the debounce
+    assert.is(writes(), before, '25 state changes wrote the file again');
+    const c = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`, { username: 'writer', password: 'w-pass' });
+    await withTimeout(c.publishAsync('site/note', 'kept', { qos: 1, retain: true }), 3000, 'publish');
+    await endClient(c);
+    await waitFor(() => writes() === before + 1, 4000, 'a client retained message is written');
+  } finally {
+    await gw.stop();
+    removeDir(f.dir);
+  }
+});
+
 test('MQTT over WebSocket (mqtt.js ws://) gets retained state and can set as a writer', async () => {
   const f = makeFixture();
   const gw = await start(f);
