@@ -317,9 +317,12 @@ export class Shadow extends ShadowBase {
     for (const d of this.index.values()) {
       const state = t.devState[d]!;
       if (state === OFFLINE) continue;
+      const seq = this.changeSeq;
       this.transition(d, STATE_CODE.Checking, now);
       if (this.expired(d, now)) this.goOffline(d, 'ttl', now);
       else this.transition(d, state === INITIALIZING ? INITIALIZING : t.devDisconnect[d]! > 0 ? MAYBE_OFFLINE : ONLINE, now);
+      // The sweep's transient Checking is no change: an idle shadow must not be saved again every interval (flash).
+      if (t.devState[d] === state) this.changeSeq = seq;
     }
   }
 

@@ -352,4 +352,20 @@ test('a throwing listener is contained and the others still run', () => {
   assert.equal(seen, ['a']);
 });
 
+test('a TTL sweep that changes no state is no change: nothing to save (an idle gateway writes nothing)', () => {
+  const { shadow, clock } = setup();
+  shadow.AddDevice('m1', 'm', 60_000);
+  shadow.SetDevicePoint('m1', 'a', 1);
+  const seq = shadow.changeSeq;
+  for (let i = 0; i < 5; i++) {
+    clock.advance(1000);
+    shadow.CheckTTL();
+  }
+  assert.is(shadow.changeSeq, seq);
+  clock.advance(60_000);
+  shadow.CheckTTL();
+  assert.is(shadow.GetDeviceState('m1'), 'Offline');
+  assert.ok(shadow.changeSeq > seq, 'going offline is a change');
+});
+
 test.run();
