@@ -1,7 +1,7 @@
 # The two commands a user needs: `make run` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
-APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu
+APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium
 
 .PHONY: run build test lint bench install deps system-deps clean dist image image-test
 
@@ -12,11 +12,12 @@ build: deps dist/.stamp
 
 # src/config/schema-validators.js is schema.json precompiled by ajv (committed: tests run from src/); rewritten
 # here only when schema.json, ajv or the generator changed. tsc does not copy .js, so it is copied like schema.json.
-dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package.json scripts/gen-validator.ts
+dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package.json scripts/gen-validator.ts scripts/build-console.mjs
 	node --import tsx scripts/gen-validator.ts
 	npx tsc -p tsconfig.build.json
 	cp src/config/schema.json dist/config/schema.json
 	cp src/config/schema-validators.js dist/config/schema-validators.js
+	node scripts/build-console.mjs
 	chmod +x dist/main.js
 	touch $@
 

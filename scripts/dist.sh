@@ -5,7 +5,7 @@
 #   node_modules/         only the native parts, kept external: @serialport/bindings-cpp (N-API
 #                         prebuilds for linux-x64/arm64/arm, glibc) and onoff → epoll, with their
 #                         runtime dependencies; no sources, headers or build files
-#   dist/config/schema.json, board/{models,boards,examples}   files the code reads at run time
+#   dist/config/schema.json, dist/console/, board/{models,boards,examples}   files the code reads at run time
 #   systemd/, scripts/install.sh, docs/, package.json        what install.sh and users need
 # Needs `make build` first (it bundles dist/, the tsc output). The tree is for a Pi: onoff's epoll,
 # which has no prebuilds, is cross-compiled for arm64 (g++-aarch64-linux-gnu, Node 20's headers), and
@@ -42,6 +42,8 @@ node_modules/.bin/esbuild "$STAGE/dist/main.js" --bundle --platform=node --targe
 
 mkdir -p "$OUT/dist/config" "$OUT/board" "$OUT/scripts" "$OUT/systemd" "$OUT/docs"
 cp src/config/schema.json "$OUT/dist/config/schema.json"
+# The web console (make build): found by the bundle at OUT/dist/console, like schema.json above.
+cp -r dist/console "$OUT/dist/console"
 cp -r board/models board/boards board/examples "$OUT/board/"
 cp board/demo.json "$OUT/board/demo.json"
 cp systemd/shadowgate.service systemd/shadowgate.sysusers systemd/70-shadowgate-gpio.rules "$OUT/systemd/"

@@ -19,6 +19,7 @@ import { buildHealth } from './api/health.js';
 import { renderMetrics } from './api/metrics.js';
 import { shadowAllJson } from './api/rest-shape.js';
 import type { ApiApp, RouteKit } from './api/context.js';
+import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.js';
 import { BusesPart } from './runtime/buses.js';
 import { ConfigManager } from './runtime/config-manager.js';
 import { ConfigStore, sha256 } from './runtime/config-store.js';
@@ -106,9 +107,17 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     });
     const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats() });
     const system = createSystem({
-      buses, dataDir, clock, version: readVersion(), ...(opts.ring ? { ring: opts.ring } : {}),
+      buses, dataDir, clock, version: readVersion(),
+      rawBuses: () => {
+        const raw = manager.current() as { buses?: Record<string, unknown>[] };
+        return Array.isArray(raw.buses) ? raw.buses : [];
+      }, ...(opts.ring ? { ring: opts.ring } : {}),
       parts: () => ({ persistence: persistence.stats(), ...partStats() }),
     });
+    // The web console's files (make build); a tree without them still serves the API.
+    const consoleDir = await findConsoleDir();
+    const consoleFiles = consoleDir ? await loadConsole(consoleDir) : undefined;
+    if (!consoleFiles) log.warn('web console not built (make build): serving the API only');
     const http = await parts.start(createHttpPart({
       host: config.http.host, port: config.http.port,
       api: {
@@ -121,7 +130,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         }),
       },
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats() }),
-      routes: [(app, kit) => history.routes(app, kit), ...(opts.routes ?? [])],
+      routes: [
+        (app, kit) => history.routes(app, kit),
+        ...(consoleFiles ? [(app: ApiApp) => mountConsole(app, consoleFiles)] : []),
+        ...(opts.routes ?? []),
+      ],
     }));
 
     let stopped = false;

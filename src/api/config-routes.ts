@@ -31,6 +31,7 @@ function mountConfig(config: ConfigService, kit: RouteKit): void {
   kit.route('PUT', '/config/bus', 'write', (req, body) => config.putBus(id(req), body ?? {}));
   kit.route('DELETE', '/config/bus', 'write', (req) => config.deleteBus(id(req)));
   kit.route('GET', '/models', 'read', () => config.models());
+  kit.route('GET', '/devices', 'read', () => config.devices());
   // A scan occupies the bus for seconds: a change, not a read.
   kit.route('POST', '/bus/scan', 'write', async (req) => ({
     units: await config.scan(id(req), intParam(req, 'from', 1), intParam(req, 'to', 247)),

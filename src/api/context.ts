@@ -59,6 +59,8 @@ export interface ConfigService {
   putBus(id: string, bus: unknown): Promise<ApplyResult>;
   deleteBus(id: string): Promise<ApplyResult>;
   models(): ModelInfo[];
+  /** The configured devices (id, model, bus, unit_id, poll, ttl as written): no secrets, a read. */
+  devices(): unknown[];
   scan(busId: string, from: number, to: number): Promise<number[]>;
   testRead(device: unknown): Promise<{ values: Record<string, unknown>; errors: Record<string, string> }>;
 }

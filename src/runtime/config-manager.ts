@@ -135,6 +135,11 @@ export class ConfigManager implements ConfigService {
     }).sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  devices(): unknown[] {
+    const raw = this.current();
+    return isObj(raw) && Array.isArray(raw.devices) ? raw.devices : [];
+  }
+
   async scan(busId: string, from: number, to: number): Promise<number[]> {
     const driver = this.opts.buses.drivers.get(busId);
     if (!driver) throw badRequest(this.config.buses.some((b) => b.id === busId) ? `bus ${busId} is not running` : `unknown bus: ${busId}`);

@@ -19,6 +19,8 @@ export interface SystemOptions {
   /** Other parts' figures, read when the page asks. */
   parts: () => Record<string, unknown>;
   timesyncFlag?: string;
+  /** The buses as the config writes them (durations as text, no defaults filled). */
+  rawBuses: () => Record<string, unknown>[];
   /** Read once at start (package.json). */
   version: string;
 }
@@ -27,7 +29,12 @@ const exists = (file: string): Promise<boolean> => access(file).then(() => true,
 
 export function createSystem(opts: SystemOptions): SystemService {
   return {
-    buses: () => opts.buses.list().map(({ bus, running, error }) => ({ ...bus, running, error })),
+    // Each bus as written (an editor sends it back), with whether it runs and its driver figures (as /metrics).
+    buses: () => opts.rawBuses().map((bus) => {
+      const id = String(bus.id);
+      const state = opts.buses.list().find((b) => b.bus.id === id);
+      return { ...bus, id, driver: String(bus.driver), running: state?.running ?? false, error: state?.error ?? null, stats: opts.buses.drivers.get(id)?.stats?.() ?? null };
+    }),
     async ports() {
       try {
         // Loaded on demand: serialport's binding costs start-up time a gateway without RTU buses never pays.

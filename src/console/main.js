@@ -1,0 +1,58 @@
+// The console shell: navigation, hash routes, the live link, the token prompt.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { TokenPrompt } from './auth.js';
+import { html } from './html.js';
+import { loadDevices, startLive, useStore } from './store.js';
+import { AddDevice } from './views/add-device.js';
+import { BusEdit } from './views/bus-edit.js';
+import { Buses } from './views/buses.js';
+import { Config } from './views/config.js';
+import { Device } from './views/device.js';
+import { Devices } from './views/devices.js';
+import { System } from './views/system.js';
+
+const route = () => location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+
+function View({ parts }) {
+  const [page, arg] = parts;
+  switch (page) {
+    case 'device': return html`<${Device} id=${arg} />`;
+    case 'add': return html`<${AddDevice} key=${arg ?? 'new'} editId=${arg} />`;
+    case 'buses': return html`<${Buses} />`;
+    case 'bus': return html`<${BusEdit} key=${arg ?? 'new'} editId=${arg} />`;
+    case 'config': return html`<${Config} />`;
+    case 'system': return html`<${System} />`;
+    default: return html`<${Devices} />`;
+  }
+}
+
+const NAV = [['', 'Devices'], ['buses', 'Buses'], ['add', 'Add device'], ['config', 'Configuration'], ['system', 'System']];
+
+function App() {
+  const s = useStore();
+  const [parts, setParts] = useState(route());
+  useEffect(() => {
+    const on = () => {
+      setParts(route());
+      document.getElementById('main')?.focus();
+    };
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  const current = parts[0] === 'device' ? '' : parts[0] ?? '';
+  return html`
+    <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
+    <header>
+      <a class="brand" href="#/">shadowgate</a>
+      <nav aria-label="Sections"><ul>
+        ${NAV.map(([path, label]) => html`<li><a href=${`#/${path}`} aria-current=${current === path ? 'page' : undefined}>${label}</a></li>`)}
+      </ul></nav>
+      <span class=${`live ${s.live ? 'on' : 'off'}`} role="status" title="live updates">${s.live ? 'live' : 'reconnecting…'}</span>
+    </header>
+    <main id="main" tabindex="-1"><${View} parts=${parts} /></main>
+    <${TokenPrompt} />`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));
+void loadDevices().then(startLive);

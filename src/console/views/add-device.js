@@ -1,0 +1,110 @@
+// Add (or edit) a device without a restart: pick a bus, scan it for unit ids, pick a model from the
+// library (searchable), set unit id, poll and TTL; "Test read" shows the values once; Save applies live.
+import { useEffect, useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { html } from '../html.js';
+import { loadDevices, loadModels, state } from '../store.js';
+
+export function AddDevice({ editId }) {
+  const editing = editId ? state.config.get(editId) : undefined;
+  const [buses, setBuses] = useState([]);
+  const [models, setModels] = useState([]);
+  const [form, setForm] = useState(() => ({
+    id: editId ?? '', bus: editing?.bus ?? '', model: editing?.model ?? '', unit_id: editing?.unit_id ?? '',
+    poll: editing?.poll ?? '5s', ttl: editing?.ttl ?? '',
+  }));
+  const [search, setSearch] = useState('');
+  const [scan, setScan] = useState(null);
+  const [probe, setProbe] = useState(null);
+  const [result, setResult] = useState(null);
+  useEffect(() => {
+    api('/buses').then((b) => {
+      setBuses(b);
+      if (!form.bus && b[0]) setForm((f) => ({ ...f, bus: b[0].id }));
+    }, (err) => setResult({ error: err.message }));
+    loadModels().then(setModels, (err) => setResult({ error: err.message }));
+  }, []);
+  const bus = buses.find((b) => b.id === form.bus);
+  const modbus = bus && (bus.driver === 'modbus-rtu' || bus.driver === 'modbus-tcp');
+  const kind = bus ? (modbus ? 'modbus' : bus.driver === 'gpio' ? 'gpio' : 'sim') : '';
+  const q = search.trim().toLowerCase();
+  const choices = models.filter((m) => (!kind || m.driver === kind) && (!q || `${m.name} ${m.manufacturer ?? ''} ${m.description ?? ''}`.toLowerCase().includes(q)));
+  const set = (key) => (e) => setForm({ ...form, [key]: e.currentTarget.value });
+  const device = () => {
+    const d = { id: form.id.trim(), model: form.model, bus: form.bus };
+    if (modbus && form.unit_id !== '') d.unit_id = Number(form.unit_id);
+    if (String(form.poll).trim()) d.poll = String(form.poll).trim();
+    if (String(form.ttl).trim()) d.ttl = String(form.ttl).trim();
+    // Keys the form does not show (description, max_registers, …) are kept on an edit.
+    return editing ? { ...editing, ...d } : d;
+  };
+  const problems = (err) => (err.data?.errors ?? []).map((p) => `${p.path}: ${p.message}`);
+  const doScan = async () => {
+    setScan({ busy: true });
+    try {
+      const { units } = await api(`/bus/scan?id=${encodeURIComponent(form.bus)}&from=1&to=${Number(scanTo) || 247}`, { method: 'POST' });
+      setScan({ units });
+      if (units[0] !== undefined && form.unit_id === '') setForm((f) => ({ ...f, unit_id: String(units[0]) }));
+    } catch (err) {
+      setScan({ error: err.message });
+    }
+  };
+  const [scanTo, setScanTo] = useState('16');
+  const doProbe = async () => {
+    setProbe({ busy: true });
+    try {
+      setProbe(await api('/device/testRead', { method: 'POST', body: device() }));
+    } catch (err) {
+      setProbe({ error: err.message, problems: problems(err) });
+    }
+  };
+  const save = async (e) => {
+    e.preventDefault();
+    setResult({ busy: true });
+    try {
+      const d = device();
+      const r = await api(`/config/device?id=${encodeURIComponent(d.id)}`, { method: 'PUT', body: d });
+      await loadDevices();
+      setResult({ ok: `saved (version ${r.version}): ${r.changes.join('; ') || 'no change'}` });
+      location.hash = `#/device/${encodeURIComponent(d.id)}`;
+    } catch (err) {
+      setResult({ error: err.message, problems: problems(err) });
+    }
+  };
+  return html`
+    <section aria-labelledby="add-h">
+      <h1 id="add-h">${editId ? `Edit ${editId}` : 'Add a device'}</h1>
+      <form class="form" onSubmit=${save}>
+        <label>Device id <input required value=${form.id} disabled=${!!editId} onInput=${set('id')} placeholder="meter-2" /></label>
+        <label>Bus <select value=${form.bus} onChange=${set('bus')}>
+          ${buses.map((b) => html`<option value=${b.id}>${b.id} (${b.driver})</option>`)}
+        </select></label>
+        ${modbus && html`<fieldset><legend>Unit id</legend>
+          <label>Unit id <input type="number" min="1" max="247" value=${form.unit_id} onInput=${set('unit_id')} /></label>
+          <label>Scan ids 1 to <input type="number" min="1" max="247" value=${scanTo} onInput=${(e) => setScanTo(e.currentTarget.value)} size="4" /></label>
+          <button type="button" onClick=${doScan} disabled=${scan?.busy}>${scan?.busy ? 'Scanning…' : 'Scan the bus'}</button>
+          ${scan?.units && html`<p role="status">${scan.units.length ? html`Found: ${scan.units.map((u) => html`<button type="button" class="chip" onClick=${() => setForm({ ...form, unit_id: String(u) })}>${u}</button>`)}` : 'No unit answered.'}</p>`}
+          ${scan?.error && html`<p class="error" role="alert">${scan.error}</p>`}
+        </fieldset>`}
+        <fieldset><legend>Model</legend>
+          <label>Search the library <input type="search" value=${search} onInput=${(e) => setSearch(e.currentTarget.value)} placeholder="sdm120, relay, temperature…" /></label>
+          <label>Model <select required value=${form.model} onChange=${set('model')} size="6">
+            ${choices.map((m) => html`<option value=${m.name}>${m.name}${m.manufacturer ? ` — ${m.manufacturer}` : ''}${m.description ? `: ${m.description}` : ''}</option>`)}
+          </select></label>
+        </fieldset>
+        <label>Poll every <input value=${form.poll} onInput=${set('poll')} placeholder="5s" size="8" /></label>
+        <label>TTL (offline after no data for) <input value=${form.ttl} onInput=${set('ttl')} placeholder="default" size="8" /></label>
+        <div class="actions">
+          <button type="button" onClick=${doProbe} disabled=${!form.model || !form.id || probe?.busy}>${probe?.busy ? 'Reading…' : 'Test read'}</button>
+          <button type="submit" class="primary" disabled=${result?.busy}>Save</button>
+        </div>
+        ${probe?.values && html`<div class="probe" role="status"><h2>Test read</h2><table><tbody>
+          ${Object.entries(probe.values).map(([k, v]) => html`<tr><th scope="row">${k}</th><td class="num">${String(v)}</td></tr>`)}
+          ${Object.entries(probe.errors).map(([k, v]) => html`<tr><th scope="row">${k}</th><td class="error">${v}</td></tr>`)}
+        </tbody></table></div>`}
+        ${probe?.error && html`<div class="error" role="alert">${probe.error}<ul>${(probe.problems ?? []).map((p) => html`<li>${p}</li>`)}</ul></div>`}
+        ${result?.ok && html`<p class="ok" role="status">${result.ok}</p>`}
+        ${result?.error && html`<div class="error" role="alert">${result.error}<ul>${(result.problems ?? []).map((p) => html`<li>${p}</li>`)}</ul></div>`}
+      </form>
+    </section>`;
+}
