@@ -96,9 +96,15 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
 
     const store = new ConfigStore(path.join(dataDir, 'config'), sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)));
     await store.open();
+    // The running config is always a version, so a rollback can return to it (also after the file was edited).
+    const raw = opts.raw ?? config;
+    const latest = await store.latestVersion();
+    if (!latest || JSON.stringify(latest.raw) !== JSON.stringify(raw)) {
+      await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now());
+    }
     const library = readModelLibrary();
     const manager = new ConfigManager({
-      raw: opts.raw ?? config, config, buses, store, clock, log: log.child({ part: 'config' }),
+      raw, config, buses, store, clock, log: log.child({ part: 'config' }),
       models: Object.fromEntries(Object.entries(library.models).map(([name, m]) => [name, m.raw])),
       checkers: opts.checkers ?? [],
       onLogLevel: (level) => {

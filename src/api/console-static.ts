@@ -29,7 +29,8 @@ interface File {
 export async function findConsoleDir(): Promise<string | undefined> {
   for (const rel of ['../console/', './console/', '../../dist/console/']) {
     const dir = fileURLToPath(new URL(rel, import.meta.url));
-    if (await access(`${dir}index.html`).then(() => true, () => false)) return dir;
+    // The built app.js marks a built console (src/console/ holds the sources, not a build).
+    if (await access(`${dir}app.js`).then(() => true, () => false)) return dir;
   }
   return undefined;
 }

@@ -68,6 +68,11 @@ export class ConfigStore {
     return version;
   }
 
+  /** The newest version with its config, if any. */
+  async latestVersion(): Promise<ConfigVersion | undefined> {
+    return this.latest > 0 ? this.get(this.latest) : undefined;
+  }
+
   /** Newest first, without their configs. */
   async versions(): Promise<Omit<ConfigVersion, 'raw'>[]> {
     const out: Omit<ConfigVersion, 'raw'>[] = [];
