@@ -167,6 +167,14 @@ token=$(ssh_vm cat /data/config/api-token)
 unauth=$(api -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=23.5")
 write=$(api -H "Authorization: Bearer $token" -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=23.5")
 [ "$unauth" = 401 ] && json_ok "$write" 'j.success === true'; result "a write needs the token (without: $unauth); with it: written"
+page=$(api "http://127.0.0.1:$HP/")
+case "$page" in *'src="app.js"'*) true ;; *) false ;; esac; result "the web console is served at / from the image"
+# A device added live from the console's API (no restart) must outlive the reboot below.
+added=$(api -H "Authorization: Bearer $token" -H 'content-type: application/json' -X PUT \
+  -d '{"model":"demo-thermostat","bus":"sim","poll":"1s"}' "http://127.0.0.1:$HP/api/v1/config/device?id=added-live")
+sleep 3
+live=$(api "http://127.0.0.1:$HP/api/v1/shadow/device?id=added-live")
+json_ok "$added" 'j.success === true' && json_ok "$live" 'j.success && j.data.online === true'; result "a device added live over the config API is polled without a restart"
 
 # Break the config the way a typo on a PC would, then reboot.
 ssh_vm 'mount -o remount,rw /boot/firmware && printf "{ \"gateway\": { \"id\": 42 } }\n" > /boot/firmware/shadowgate.json && sync && systemctl reboot'
@@ -177,6 +185,8 @@ grep -a 'SELFTEST' "$CONSOLE" | tr -d '\r' | sed -n '/SELFTEST done/,$p' | sed 1
 [ "$(fact 2 boot_config)" = false/last-good ]; result "after reboot: boot_config reports the invalid file"
 value=$(api "http://127.0.0.1:$HP/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint")
 json_ok "$value" 'j.data?.value === 23.5 && j.data?.write_value === 23.5'; result "after reboot: the value written before it is still there"
+live=$(api "http://127.0.0.1:$HP/api/v1/shadow/device?id=added-live")
+json_ok "$live" 'j.success && j.data.online === true'; result "after reboot: the device added live is still configured and polled"
 health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
 json_ok "$health" 'j.data.status === "degraded" && j.data.checks.boot_config?.ok === false && JSON.stringify(j.data.checks.boot_config.problems).includes("gateway.id")'
 result "after reboot: /health/shadow is degraded and names the problem (gateway.id)"
