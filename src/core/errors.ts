@@ -38,3 +38,14 @@ export const badRequest = (message: string): GatewayError => new GatewayError('B
 export const invalidValue = (message: string): GatewayError => new GatewayError('INVALID_VALUE', message);
 
 export const isGatewayError = (e: unknown): e is GatewayError => e instanceof GatewayError;
+
+/**
+ * Whether an error says the device (or the link to it) failed, for rule 3 (MayBeOffline): timeouts, corrupt
+ * frames, a link that is down, and errors we could not classify. A refused value (INVALID_VALUE, a read-only
+ * point), a request the gateway itself refused, and a Modbus exception reply — an answer from a live device —
+ * say nothing about the device's health (DESIGN §3 rule 10).
+ */
+export function isDeviceFailure(err: unknown): boolean {
+  if (!isGatewayError(err)) return true;
+  return err.code === 'DRIVER_TIMEOUT' || err.code === 'DRIVER_ERROR';
+}

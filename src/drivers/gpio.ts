@@ -141,6 +141,17 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     return state;
   }
 
+  /** Validated whole before any line moves: a bad entry means nothing is written (also the pre-flight check). */
+  function plan(deviceId: string, values: readonly PointWrite[]): { state: LineState; level: Level }[] {
+    return values.map(({ name, value }) => {
+      const state = lineFor(deviceId, name);
+      if (state.spec.direction !== 'out' || state.spec.access === 'R') throw pointReadonly();
+      const logical = value === true ? 1 : value === false ? 0 : value;
+      if (logical !== 0 && logical !== 1) throw invalidValue(`value ${JSON.stringify(value)} is not 0 or 1 for point ${name}`);
+      return { state, level: toLogical(logical, state.spec.activeLow) };
+    });
+  }
+
   return {
     busId: bus.id,
 
@@ -200,16 +211,12 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       return values;
     },
 
+    check(deviceId, values) {
+      plan(deviceId, values);
+    },
+
     async write(deviceId: string, values: readonly PointWrite[]): Promise<void> {
-      // Validated whole before any line moves: a bad entry means nothing is written.
-      const planned = values.map(({ name, value }) => {
-        const state = lineFor(deviceId, name);
-        if (state.spec.direction !== 'out' || state.spec.access === 'R') throw pointReadonly();
-        const logical = value === true ? 1 : value === false ? 0 : value;
-        if (logical !== 0 && logical !== 1) throw invalidValue(`value ${JSON.stringify(value)} is not 0 or 1 for point ${name}`);
-        return { state, level: toLogical(logical, state.spec.activeLow) };
-      });
-      for (const { state, level } of planned) state.line!.write(level);
+      for (const { state, level } of plan(deviceId, values)) state.line!.write(level);
     },
 
     stats(): Record<string, unknown> {

@@ -21,7 +21,7 @@ export interface PointWrite {
 export interface DataSink {
   /** Raw values read from one device in one request (applied atomically to the shadow). */
   data(deviceId: string, values: Record<string, RawValue>): void;
-  /** One failed request to a device (feeds MayBeOffline). */
+  /** One failed request to a device: feeds MayBeOffline when it is a device failure (core/errors isDeviceFailure). */
   failure(deviceId: string, error: Error): void;
   /** A request succeeded without data (rule 2: keeps the device online). */
   success?(deviceId: string): void;
@@ -59,6 +59,12 @@ export interface Driver extends Lifecycle {
    * report them to the sink itself: the caller does. Absent when the driver cannot read actively.
    */
   read?(deviceId: string, points: readonly string[]): Promise<Record<string, RawValue>>;
+  /**
+   * Checks, without sending anything, that the device can take these raw values (encoding range, 0/1 of
+   * a line, an output's direction); throws INVALID_VALUE or POINT_READONLY naming the point. The pipeline
+   * calls it before it stores the write value, so a refused value leaves the shadow untouched.
+   */
+  check?(deviceId: string, values: readonly PointWrite[]): void;
   /** Sends the writes (one batch, contiguous registers as one request where the protocol allows). */
   write(deviceId: string, values: readonly PointWrite[]): Promise<void>;
   /** Driver metrics for health/stats (requests, timeouts, RTT, queue depth, …). */

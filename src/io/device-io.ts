@@ -4,7 +4,9 @@
  * the shadow holds the value actually read. Failures feed MayBeOffline.
  */
 import type { ResolvedDevice } from '../config/types.js';
-import { GatewayError, badRequest, isGatewayError, pointReadonly, pointWriteonly, readNotSupported, unknownDevice, unknownPoint } from '../core/errors.js';
+import {
+  GatewayError, badRequest, isDeviceFailure, isGatewayError, pointReadonly, pointWriteonly, readNotSupported, unknownDevice, unknownPoint,
+} from '../core/errors.js';
 import type { DeviceIO, WriteRequest } from '../core/io.js';
 import { toRaw } from '../core/point-value.js';
 import type { Shadow } from '../core/shadow.js';
@@ -41,7 +43,7 @@ export function createDeviceIO(deps: PipelineDeps): DeviceIO {
     try {
       raw = await driver.read(id, names);
     } catch (err) {
-      shadow.MayBeOffline(id);
+      if (isDeviceFailure(err)) shadow.MayBeOffline(id);
       throw asDriverError(err);
     }
     sink.apply(id, raw);
@@ -73,11 +75,14 @@ export function createDeviceIO(deps: PipelineDeps): DeviceIO {
         checked.push({ name, ...toRaw(model, value) });
       }
       if (!driver) throw new GatewayError('DRIVER_ERROR', `bus ${device.config.bus} is not running`);
+      const writes = checked.map(({ name, raw }) => ({ name, value: raw }));
+      // Rule 10: a value the device cannot take is refused before anything is stored or sent.
+      driver.check?.(id, writes);
       for (const w of checked) shadow.SetWritePointValue(id, w.name, w.value);
       try {
-        await driver.write(id, checked.map(({ name, raw }) => ({ name, value: raw })));
+        await driver.write(id, writes);
       } catch (err) {
-        shadow.MayBeOffline(id);
+        if (isDeviceFailure(err)) shadow.MayBeOffline(id);
         throw asDriverError(err);
       }
       const readable = checked.filter((w) => device.points.get(w.name)!.access === 'RW').map((w) => w.name);

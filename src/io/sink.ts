@@ -1,5 +1,6 @@
 /** The DataSink drivers report to: applies each point's model and feeds the shadow (rules 1–3). */
 import type { ResolvedDevice } from '../config/types.js';
+import { isDeviceFailure } from '../core/errors.js';
 import { fromRaw } from '../core/point-value.js';
 import type { Shadow } from '../core/shadow.js';
 import type { Value } from '../core/types.js';
@@ -40,7 +41,8 @@ export function createShadowSink(shadow: Shadow, devices: ReadonlyMap<string, Re
     },
     failure(deviceId, error) {
       log.debug({ device: deviceId, err: error.message }, 'request failed');
-      if (shadow.HasDevice(deviceId)) shadow.MayBeOffline(deviceId);
+      // A Modbus exception is an answer from a live device: it updates nothing, and costs the device nothing.
+      if (isDeviceFailure(error) && shadow.HasDevice(deviceId)) shadow.MayBeOffline(deviceId);
     },
     success(deviceId) {
       if (shadow.HasDevice(deviceId)) shadow.SetOnline(deviceId);

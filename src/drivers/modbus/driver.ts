@@ -60,6 +60,16 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     return d;
   };
 
+  /** The wire requests of a write batch; encoding every value first is also the pre-flight check. */
+  const planFor = (deviceId: string, values: readonly PointWrite[]): ReturnType<typeof planWrites> => {
+    const d = device(deviceId);
+    return planWrites(values.map(({ name, value }) => {
+      const point = d.points.get(name);
+      if (!point) throw unknownPoint(name);
+      return { point, value: value as RawPointValue };
+    }));
+  };
+
   const readPoints = async (d: CompiledDevice, points: readonly ModbusPoint[], errors?: Record<string, string>): Promise<Record<string, RawValue>> => {
     const values: Record<string, RawValue> = {};
     for (const request of planGroup(points, d.planOptions, 0)) {
@@ -124,14 +134,13 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       return { values: await readPoints(d, readable, errors), errors };
     },
 
+    check(deviceId, values) {
+      planFor(deviceId, values);
+    },
+
     async write(deviceId: string, values: readonly PointWrite[]): Promise<void> {
       const d = device(deviceId);
-      const writes = values.map(({ name, value }) => {
-        const point = d.points.get(name);
-        if (!point) throw unknownPoint(name);
-        return { point, value: value as RawPointValue };
-      });
-      const ops = planWrites(writes); // throws INVALID_VALUE before anything is queued
+      const ops = planFor(deviceId, values); // throws INVALID_VALUE before anything is queued
       if (ops.length === 0) return;
       await owner.enqueue(PRIORITY.write, (io) => executeWrites(io, d.unit, ops, parts.retries));
     },
