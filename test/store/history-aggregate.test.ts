@@ -1,3 +1,5 @@
+// Day buckets follow the local time zone (buckets.ts): this reference groups on the epoch, so pin UTC.
+process.env.TZ = 'UTC';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AGG_FUNCTIONS, type AggFunction, type HistoryStore, type TimedValue } from '../../src/store/history.js';

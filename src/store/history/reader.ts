@@ -32,8 +32,9 @@ export async function readRaw(snap: Snapshot, series: number, start: number, end
 export async function aggregate(snap: Snapshot, series: number, fn: AggFunction, interval: number, start: number,
   endEx: number): Promise<TimedValue[]> {
   const buckets = new Buckets(start, endEx, interval);
-  // A rollup level can stand in for raw data only if its buckets nest inside the interval's buckets.
-  const levels = [HOUR, MINUTE].filter((g) => interval % g === 0);
+  // A rollup level can stand in for raw data only if its buckets nest inside the interval's buckets (local
+  // days in a half-hour zone start at :30 UTC: hour rollups do not nest there, minute rollups do).
+  const levels = [HOUR, MINUTE].filter((g) => buckets.alignedTo(g));
   for (const part of snap.segs) {
     if (part.seg.type === 'sealed' && levels.length) {
       await fromSealed(part.seg, series, levels, buckets);
