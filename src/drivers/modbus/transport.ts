@@ -6,6 +6,7 @@
  */
 import M from 'modbus-serial';
 import type { ModbusTable } from '../../protocol/modbus/address.js';
+import { GatewayError } from '../../core/errors.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
 const ModbusRTU = M.default;
@@ -80,6 +81,12 @@ abstract class ClientTransport implements ModbusTransport {
 
   protected abstract connect(client: Client): Promise<void>;
 
+  /**
+   * How long an open may take. A wedged USB adapter can leave open() pending forever, which would hold
+   * the bus (and its reopen loop) with it: past this the open fails and the bus's reopen backoff goes on.
+   */
+  protected openTimeoutMs = 5000;
+
   async open(): Promise<void> {
     await this.close();
     const client = new ModbusRTU();
@@ -87,11 +94,23 @@ abstract class ClientTransport implements ModbusTransport {
     client.on('error', (err: unknown) => this.markLost(`error: ${String((err as Error)?.message ?? err)}`));
     client.on('close', () => this.markLost('closed'));
     this.lost = false;
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const connecting = this.connect(client);
     try {
-      await this.connect(client);
+      await Promise.race([connecting, new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          timedOut = true;
+          reject(new GatewayError('DRIVER_ERROR', `opening ${this.label} took longer than ${this.openTimeoutMs} ms (a wedged adapter?)`));
+        }, this.openTimeoutMs);
+      })]);
     } catch (err) {
       quietClose(client); // a half-open socket or port must not linger
+      // An open that completes after its timeout is closed at once: the bus has moved on.
+      if (timedOut) void connecting.then(() => quietClose(client), () => {});
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
     this.client = client;
   }
