@@ -71,7 +71,36 @@ export function sendEnvelope(
   // One writeHead with a plain object: Node's fast path (setHeader validates and stores each header).
   const head: Record<string, string | number> = { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(body) };
   for (const k in headers) head[k] = headers[k]!;
-  if (!req.complete) head['Connection'] = 'close';
+  if (!req.complete) {
+    if (drainable(req)) lingerBounded(req);
+    else head['Connection'] = 'close';
+  }
   res.writeHead(status, head);
   res.end(body);
+}
+
+/**
+ * A body answered early (413 from its Content-Length, 401 before reading) is still being sent by clients
+ * that write the whole body before they read (Node's http, Python requests): closing at once resets the
+ * connection under them and they see EPIPE/ECONNRESET instead of the answer. So, as nginx's lingering close
+ * does, a declared body up to `DRAIN_MAX` is read and discarded after the answer (Node dumps an unread
+ * request once its response is done), for at most `DRAIN_MS`; a larger or streamed one closes at once.
+ */
+const DRAIN_MAX = 4 * 1024 * 1024;
+const DRAIN_MS = 5000;
+
+function drainable(req: IncomingMessage): boolean {
+  const len = Number(req.headers['content-length']);
+  // readableFlowing null: nothing of the body was read, so Node's own dump will drain it.
+  return Number.isFinite(len) && len <= DRAIN_MAX && req.readableFlowing === null;
+}
+
+function lingerBounded(req: IncomingMessage): void {
+  const timer = setTimeout(() => {
+    if (!req.complete) req.socket.destroy();
+  }, DRAIN_MS);
+  timer.unref();
+  const done = (): void => clearTimeout(timer);
+  req.once('end', done);
+  req.once('close', done);
 }

@@ -73,7 +73,7 @@ test('5 MB streamed (chunked, no length): 413 as soon as the limit is crossed, r
 
 test('413 applies whatever the route: a large body to an unknown path or without a token', () =>
   withApi({ tokens: ['t'] }, async (api) => {
-    const r = await rawHttp(api.port, 'POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n', { ms: 3000 });
+    const r = await rawHttp(api.port, 'POST /nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n', { ms: 8000 } /* the server now lingers up to 5 s for the declared body */);
     assert.is(r?.status, 413);
     assertEnvelope(r!.body, 413, 'unknown path');
   }));
@@ -136,6 +136,64 @@ test('close() ends idle keep-alive connections instead of waiting for them', () 
     await api.handle.close();
     assert.ok(Date.now() - started < 1000, 'close returned quickly');
     // A second close (withApi's finally) is harmless.
+  }));
+
+test('a 4 MiB body sent whole by Node\'s http client gets the 413 envelope and no EPIPE after it (lingering close)', () =>
+  withApi({}, async (api) => {
+    const { Agent, request } = await import('node:http');
+    const body = Buffer.alloc(4 * 1024 * 1024, 0x20); // the drain bound; loopback buffers absorb ~2 MiB anyway
+    // Keep-alive, as Node's global agent: a client with "Connection: close" hangs up itself after the answer.
+    const agent = new Agent({ keepAlive: true });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const got = await new Promise<{ status: number; text: string; errors: string[] }>((resolve) => {
+          const errors: string[] = [];
+          let status = 0;
+          let text = '';
+          // Done when the request has closed, so a late EPIPE counts.
+          const req = request({ host: '127.0.0.1', port: api.port, path: '/api/v1/device/writePoints', method: 'POST', agent,
+            headers: { 'content-type': 'application/json', 'content-length': body.length }, timeout: 8000 }, (res) => {
+            status = res.statusCode ?? 0;
+            res.on('data', (c: Buffer) => (text += c.toString()));
+          });
+          req.on('error', (e) => errors.push(e.message));
+          req.on('timeout', () => req.destroy(new Error('timeout')));
+          req.on('close', () => resolve({ status, text, errors }));
+          req.end(body);
+        });
+        assert.equal(got.errors, [], `try ${i}`);
+        assert.is(got.status, 413, `try ${i}`);
+        assertEnvelope(got.text, 413, '413');
+      }
+    } finally {
+      agent.destroy();
+    }
+  }));
+
+test('the same with Python requests (a client that sends the whole body first)', () =>
+  withApi({}, async (api) => {
+    const { spawn, spawnSync } = await import('node:child_process');
+    if (spawnSync('python3', ['-c', 'import requests']).status !== 0) {
+      console.log('SKIP: python3-requests is not installed');
+      return;
+    }
+    const script = [
+      'import requests',
+      'for i in range(3):',
+      `  r = requests.post('http://127.0.0.1:${api.port}/api/v1/device/writePoints', data=b' ' * (4 * 1024 * 1024), headers={'content-type': 'application/json'}, timeout=8)`,
+      "  print(r.status_code, r.json()['errorCode'])",
+    ].join('\n');
+    // Not spawnSync: the server under test runs on this very event loop.
+    const r = await new Promise<{ status: number | null; out: string; err: string }>((resolve) => {
+      const child = spawn('python3', ['-c', script], { timeout: 30_000 });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      child.on('close', (status) => resolve({ status, out, err }));
+    });
+    assert.is(r.status, 0, r.err);
+    assert.is(r.out.trim(), '413 413\n413 413\n413 413');
   }));
 
 test.run();
