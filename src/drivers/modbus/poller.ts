@@ -1,11 +1,11 @@
 /**
  * Polling: each device's groups (one per poll interval) are read when due. A group's requests are
- * queued at poll priority, so writes and on-demand reads overtake them. Each answered request is
- * reported to the sink at once and atomically; each failed one is one sink.failure. A degraded
- * device only gets its probe through; the others keep their rate.
+ * queued at poll priority, so writes and on-demand reads overtake them. A cycle's answers are reported
+ * to the sink together, as one atomic update; a cycle with failed requests is one sink.failure. A
+ * degraded device only gets its probe through; the others keep their rate.
  */
 import type { Clock } from '../../core/clock.js';
-import type { DataSink } from '../types.js';
+import type { DataSink, RawValue } from '../types.js';
 import type { Logger } from '../../util/logger.js';
 import { GatewayError } from '../../core/errors.js';
 import { LinkDownError, PRIORITY, type BusOwner } from './bus-owner.js';
@@ -81,10 +81,18 @@ export class Poller {
     if (next !== Infinity) this.timer = setTimeout(() => this.schedule(), Math.max(1, next - now));
   }
 
+  /**
+   * One cycle of a group. Rule 9: what its requests read lands as ONE update (one event, one MQTT state,
+   * values of the same cycle) at the end; a cycle with a failed request is one failure (after the update,
+   * so the device shows MaybeOffline while the values read are still applied: they are fresh).
+   */
   private async runGroup(device: CompiledDevice, group: PollGroup): Promise<void> {
     const { clock, sink, log } = this.options;
     group.running = true;
     const start = clock.now();
+    const values: Record<string, RawValue> = {};
+    let read = false;
+    let failure: Error | undefined;
     try {
       for (const request of group.requests) {
         if (this.stopped || !device.health.mayPoll(clock.now())) break;
@@ -95,21 +103,19 @@ export class Poller {
           );
           device.health.answered();
           device.counters.polls++;
-          sink.data(device.id, decodeResponse(request, data as (number | boolean)[]));
+          Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
+          read = true;
         } catch (err) {
           if (this.stopped) return;
           const error = err instanceof Error ? err : new Error(String(err));
           device.counters.failures++;
+          failure ??= error;
           if (error instanceof GatewayError && error.code === 'MODBUS_EXCEPTION') {
             device.health.answered(); // the slave is alive; the request is what it refuses
-            if (this.stepDown(device, group, request.points.length, error)) {
-              sink.failure(device.id, error);
-              break; // replanned: the next cycle uses the new requests
-            }
+            if (this.stepDown(device, group, request.points.length, error)) break; // replanned: the next cycle uses the new requests
           } else if (!(error instanceof LinkDownError)) {
             device.health.failed(clock.now()); // a closed port says nothing about the slave
           }
-          sink.failure(device.id, error);
           if (probing || device.health.degraded) {
             if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (polled with backoff)');
             break;
@@ -123,6 +129,9 @@ export class Poller {
       // Fixed-rate schedule; a cycle that overran starts the next one at once.
       group.nextDue = Math.max(start + group.intervalMs, end);
     }
+    if (this.stopped) return;
+    if (read) sink.data(device.id, values);
+    if (failure) sink.failure(device.id, failure);
   }
 
   /** Exception 2/3 on a merged read: the device lacks registers in between. Replan one level finer. */
