@@ -7,7 +7,8 @@ import { parseArgs } from 'node:util';
 import type { BusConfig, GatewayConfig, ModbusPointBlock, ModbusRtuBusConfig } from '../config/types.js';
 import { isGatewayError } from '../core/errors.js';
 import { resolveAddress } from '../protocol/modbus/address.js';
-import { blockProblems, decodeBit, decodeRegisters, isBitTable, pointWidth } from '../protocol/modbus/codec.js';
+import { blockProblems } from '../protocol/modbus/block-check.js';
+import { decodeBit, decodeRegisters, isBitTable, pointWidth } from '../protocol/modbus/codec.js';
 import { BusOwner, PRIORITY } from '../drivers/modbus/bus-owner.js';
 import type { ModbusPoint } from '../drivers/modbus/device-plan.js';
 import { modbusLink, scanUnits } from '../drivers/modbus/link.js';
@@ -74,7 +75,7 @@ function blockFrom(flags: Flags): ModbusPointBlock {
   if (flags.has('length')) block.length = intFlag(flags, 'length');
   if (flags.has('bit')) block.bit = intFlag(flags, 'bit');
   const problems = blockProblems(block);
-  if (problems.length > 0) throw new UsageError(problems.join('; '));
+  if (problems.length > 0) throw new UsageError(problems.map((p) => `--${p.key.replace('data_type', 'type')}: ${p.message}`).join('; '));
   return block;
 }
 

@@ -2,7 +2,9 @@
  * Checks inside one model that JSON Schema cannot express: unique point names, exactly one driver block,
  * Modbus data type vs point type, reference-notation addresses (converted to 0-based numbers here, in place).
  */
-import { parseModbusReference, registerWidth } from './modbus-address.js';
+import { parseReference } from '../protocol/modbus/address.js';
+import { blockProblems } from '../protocol/modbus/block-check.js';
+import type { ModbusBlock } from '../protocol/modbus/types.js';
 
 /** Driver block keys of a point, in the order they are reported. */
 export const DRIVER_BLOCKS = ['modbus', 'gpio', 'sim'] as const;
@@ -15,11 +17,10 @@ export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== nu
 export type At = (relative: string) => string;
 
 function checkModbusBlock(point: Obj, block: Obj, at: (key: string) => string, problems: string[]): void {
-  const dataType = block.data_type;
   // Text that is not even shaped like a reference is the schema's `pattern` problem; reported once, there.
   if (typeof block.address === 'string' && /^[0134]\d{4,5}$/.test(block.address)) {
-    const ref = parseModbusReference(block.address);
-    if ('error' in ref) problems.push(`${at('address')}: ${ref.error}`);
+    const ref = parseReference(block.address);
+    if (typeof ref === 'string') problems.push(`${at('address')}: ${ref}`);
     else {
       if (typeof block.table === 'string' && ref.table !== block.table) {
         problems.push(`${at('address')}: reference "${block.address}" is in the ${ref.table} table but table is "${block.table}"`);
@@ -27,24 +28,9 @@ function checkModbusBlock(point: Obj, block: Obj, at: (key: string) => string, p
       block.address = ref.address;
     }
   }
-  if (typeof dataType !== 'string') return;
-  const type = point.type;
-  if ((dataType === 'string') !== (type === 'string') && typeof type === 'string') {
-    problems.push(`${at('data_type')}: data_type "${dataType}" does not fit point type "${type}" (string goes only with string)`);
-  }
-  if (dataType === 'bool' && type === 'float') problems.push(`${at('data_type')}: data_type "bool" needs point type "int" (reads as 0/1)`);
-  if ((block.table === 'coil' || block.table === 'discrete') && dataType !== 'bool') {
-    problems.push(`${at('data_type')}: a ${block.table} holds one bit: data_type must be "bool" (got "${dataType}")`);
-  }
-  if (block.bit !== undefined && dataType !== 'int16' && dataType !== 'uint16') {
-    problems.push(`${at('bit')}: bit is only for data_type int16 or uint16 (got "${dataType}")`);
-  }
-  if (dataType === 'string' && block.length === undefined) problems.push(`${at('length')}: is required for data_type "string"`);
-  if (dataType !== 'string' && block.length !== undefined) problems.push(`${at('length')}: is only for data_type "string"`);
-  if (typeof block.address === 'number') {
-    const last = block.address + registerWidth(dataType, typeof block.length === 'number' ? block.length : undefined) - 1;
-    if (last > 65535) problems.push(`${at('address')}: the value would end at address ${last}, beyond 65535`);
-  }
+  if (typeof block.data_type !== 'string' || typeof block.table !== 'string') return;
+  const found = blockProblems(block as unknown as ModbusBlock, typeof point.type === 'string' ? point.type : undefined);
+  for (const { key, message } of found) problems.push(`${at(key)}: ${message}`);
 }
 
 function checkSimBlock(block: Obj, at: (key: string) => string, problems: string[]): void {

@@ -23,8 +23,6 @@ export interface DataSink {
   data(deviceId: string, values: Record<string, RawValue>): void;
   /** One failed request to a device: feeds MayBeOffline when it is a device failure (core/errors isDeviceFailure). */
   failure(deviceId: string, error: Error): void;
-  /** A request succeeded without data (rule 2: keeps the device online). */
-  success?(deviceId: string): void;
 }
 
 export interface DriverContext {

@@ -44,8 +44,5 @@ export function createShadowSink(shadow: Shadow, devices: ReadonlyMap<string, Re
       // A Modbus exception is an answer from a live device: it updates nothing, and costs the device nothing.
       if (isDeviceFailure(error) && shadow.HasDevice(deviceId)) shadow.MayBeOffline(deviceId);
     },
-    success(deviceId) {
-      if (shadow.HasDevice(deviceId)) shadow.SetOnline(deviceId);
-    },
   };
 }

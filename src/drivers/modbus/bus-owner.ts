@@ -124,14 +124,6 @@ export class BusOwner {
     });
   }
 
-  /** Drops queued jobs the predicate selects (a degraded device's polls), rejecting them. */
-  drop(priority: Priority, predicate: (run: QueuedJob['run']) => boolean): void {
-    const q = this.queues[priority]!;
-    for (let i = q.length - 1; i >= 0; i--) {
-      if (predicate(q[i]!.run)) q.splice(i, 1)[0]!.reject(new GatewayError('DRIVER_ERROR', 'dropped'));
-    }
-  }
-
   private async pump(): Promise<void> {
     if (this.busy) return;
     this.busy = true;

@@ -6,7 +6,7 @@
 import type { ModbusPointBlock, ResolvedDevice } from '../../config/types.js';
 import type { Access } from '../../core/types.js';
 import { resolveAddress } from '../../protocol/modbus/address.js';
-import { blockProblems, decodeBit, decodeRegisters, isBitTable, pointWidth, type RawPointValue } from '../../protocol/modbus/codec.js';
+import { decodeBit, decodeRegisters, isBitTable, pointWidth, type RawPointValue } from '../../protocol/modbus/codec.js';
 import { planReads, type PlanOptions, type ReadRequest } from '../../protocol/modbus/planner.js';
 import { DeviceHealth, type HealthOptions } from './device-health.js';
 
@@ -61,7 +61,8 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
   const deviceCap = typeof cfg['max_registers'] === 'number' ? (cfg['max_registers'] as number) : undefined;
   const planOptions: PlanOptions = {
     ...busOptions,
-    maxRegisters: Math.min(busOptions.maxRegisters ?? 125, deviceCap ?? 125),
+    // The planner caps at the protocol's 125; a device may narrow the bus's cap.
+    ...(deviceCap === undefined ? {} : { maxRegisters: Math.min(busOptions.maxRegisters ?? deviceCap, deviceCap) }),
   };
   const points = new Map<string, ModbusPoint>();
   for (const p of device.model.points) {
@@ -74,13 +75,8 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
       problems.push(`point ${p.name}: ${address}`);
       continue;
     }
-    // The schema defaults the orders; an inline model built in code may omit them.
-    const block: ModbusPointBlock = { ...p.modbus, address, word_order: p.modbus.word_order ?? 'big', byte_order: p.modbus.byte_order ?? 'big' };
-    const bad = blockProblems(block);
-    if (bad.length > 0) {
-      problems.push(...bad.map((b) => `point ${p.name}: ${b}`));
-      continue;
-    }
+    // The config was validated (schema defaults, config/model-checks.ts's block check): only the address is resolved here.
+    const block: ModbusPointBlock = { ...p.modbus, address };
     points.set(p.name, { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll });
   }
   const byInterval = new Map<number, ModbusPoint[]>();

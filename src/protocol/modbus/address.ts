@@ -14,15 +14,18 @@ export interface ParsedReference {
   address: number;
 }
 
-/** Parses "40001" / "400001" / "30010"; returns an error text for anything else. */
+/** Parses "40001" / "400001" / "30010"; returns an error text for anything else. The one reference parser. */
 export function parseReference(ref: string): ParsedReference | string {
   const text = ref.trim();
   if (!/^[0134]\d{4,5}$/.test(text)) {
     return `invalid modbus reference "${ref}" (expected 5 or 6 digits starting with 0, 1, 3 or 4, e.g. 40001)`;
   }
   const table = PREFIX_TABLE[text[0]!]!;
-  const index = Number(text.slice(1));
-  if (index < 1 || index > 65536) return `modbus reference "${ref}" is out of range (1..65536 after the prefix)`;
+  const digits = text.slice(1);
+  const index = Number(digits);
+  // The config's problem texts come from here (config/model-checks.ts): they say what the valid range is.
+  if (index < 1) return `reference "${ref}" is out of range (numbering starts at ${text[0]}${'0'.repeat(digits.length - 1)}1)`;
+  if (index > 65536) return `reference "${ref}" is out of range (the highest is ${text[0]}65536)`;
   return { table, address: index - 1 };
 }
 

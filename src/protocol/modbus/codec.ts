@@ -30,23 +30,6 @@ export function pointWidth(block: Block): number {
   return WORDS[block.data_type];
 }
 
-/** Config problems of one modbus block, as texts (empty when fine). The loader's schema checks shapes. */
-export function blockProblems(block: Block): string[] {
-  const problems: string[] = [];
-  if (block.bit !== undefined) {
-    if (isBitTable(block.table)) problems.push(`bit is only for register tables, not ${block.table}`);
-    if (!['int16', 'uint16', 'bool'].includes(block.data_type)) problems.push(`bit needs data_type int16, uint16 or bool, not ${block.data_type}`);
-    if (!Number.isInteger(block.bit) || block.bit < 0 || block.bit > 15) problems.push(`bit ${block.bit} is out of range (0..15)`);
-  }
-  if (block.data_type === 'string') {
-    if (isBitTable(block.table)) problems.push(`data_type string needs a register table, not ${block.table}`);
-    if (block.length === undefined || !Number.isInteger(block.length) || block.length < 1 || block.length > 125) {
-      problems.push('data_type string needs length (registers, 1..125)');
-    }
-  }
-  return problems;
-}
-
 /** Bytes of the value in big-endian order after undoing the device's byte and word order. */
 function canonicalBytes(words: readonly number[], block: Block): Uint8Array {
   const ordered = block.word_order === 'little' ? [...words].reverse() : words;

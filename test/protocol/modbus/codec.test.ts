@@ -1,9 +1,10 @@
 import { test } from 'uvu';
+import { blockProblems } from '../../../src/protocol/modbus/block-check.js';
 import * as assert from 'uvu/assert';
 import type { ModbusPointBlock } from '../../../src/config/types.js';
 import { GatewayError } from '../../../src/core/errors.js';
 import {
-  applyBit, blockProblems, decodeRegisters, encodeBit, encodeRegisters, pointWidth,
+  applyBit, decodeRegisters, encodeBit, encodeRegisters, pointWidth,
 } from '../../../src/protocol/modbus/codec.js';
 
 type DT = ModbusPointBlock['data_type'];
@@ -120,12 +121,12 @@ test('applyBit sets and clears one bit, keeping the others', () => {
   assert.is(applyBit(0x0000, blk('uint16', { bit: 8, byte_order: 'little' }), 1), 0x0001);
 });
 
-test('blockProblems flags impossible blocks', () => {
+test('blockProblems (the one block check) flags impossible blocks, each at its key', () => {
   assert.equal(blockProblems(blk('float32')), []);
-  assert.ok(blockProblems(blk('float32', { bit: 2 })).some((p) => /bit needs/.test(p)));
-  assert.ok(blockProblems(blk('uint16', { bit: 16 })).some((p) => /out of range/.test(p)));
-  assert.ok(blockProblems(blk('string')).some((p) => /needs length/.test(p)));
-  assert.ok(blockProblems(blk('uint16', { table: 'coil', bit: 1 })).some((p) => /register tables/.test(p)));
+  assert.ok(blockProblems(blk('float32', { bit: 2 })).some((p) => p.key === 'bit' && /only for data_type int16 or uint16/.test(p.message)));
+  assert.ok(blockProblems(blk('uint16', { bit: 16 })).some((p) => p.key === 'bit' && /out of range/.test(p.message)));
+  assert.ok(blockProblems(blk('string')).some((p) => p.key === 'length' && /is required/.test(p.message)));
+  assert.ok(blockProblems(blk('uint16', { table: 'coil', bit: 1 })).some((p) => /register tables/.test(p.message)));
 });
 
 test.run();
