@@ -7,8 +7,10 @@
  * mid-write under kill -9 or a power cut, at least the previous generation is intact; load picks the
  * newest valid one and reports every file it had to reject.
  *
- * node-persist keeps the manifest (last committed seq/slot/checksum), with its instance writeFile
- * replaced by the atomic writer: a manifest that is ahead of every valid generation tells a load that the
+ * node-persist keeps the manifest (last committed seq/slot/checksum), used as documented (setItem/getItem):
+ * the generations carry the durability (temp file + fsync + rename); the manifest is a hint written after
+ * each one, so a manifest torn by a power cut is reported and the generations' own headers decide. A
+ * manifest that is ahead of every valid generation tells a load that the
  * newest generation was lost, which a missing file alone cannot. The bulk data does not go through
  * node-persist: its setItem deep-copies via JSON (stringify + parse of megabytes on the main thread).
  */
@@ -80,10 +82,6 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   const storage: LocalStorage = nodePersist.create({ dir, expiredInterval: 0, writeQueue: false, ttl: false });
   await storage.init();
   storage.stopWriteQueueInterval(); // init starts it even with writeQueue off; nothing uses it
-  storage.writeFile = async (file, content) => {
-    await atomicWriteFile(file, JSON.stringify(content));
-    return { file, content };
-  };
 
   let newest: Slot | null = null;
   let seq = 0;
@@ -98,14 +96,18 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
     return run;
   };
 
-  async function readManifest(problems: string[]): Promise<Manifest | null> {
+  /**
+   * The manifest is written after its generation is committed, so a torn one (a crash during node-persist's
+   * in-place write) means that generation is on disk: nothing was lost, it is logged, not a problem.
+   */
+  async function readManifest(): Promise<Manifest | null> {
     try {
       const m = (await storage.getItem(MANIFEST_KEY)) as Manifest | undefined;
       if (m === undefined) return null;
       if (typeof m !== 'object' || m === null || !Number.isFinite(m.seq)) throw new Error('malformed manifest');
       return m;
     } catch (err) {
-      problems.push(`manifest unreadable (${(err as Error).message}); judging generations by their own headers`);
+      log.warn({ err: (err as Error).message }, 'shadow manifest unreadable (torn by a crash?); judging generations by their own headers');
       return null;
     }
   }
@@ -124,7 +126,7 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   async function scanSlots(): Promise<LoadResult> {
     const problems: string[] = [];
     slotIds.a = slotIds.b = null;
-    const manifest = await readManifest(problems);
+    const manifest = await readManifest();
     let best: { slot: Slot; seq: number; snapshot: ShadowSnapshot } | null = null;
     let present = 0;
     for (const slot of SLOTS) {

@@ -149,7 +149,7 @@ test('an unreadable generation (a directory in its place) is a reported problem,
     assert.ok(loaded.problems.some((p) => p.startsWith('gen-b.bin: cannot read')), loaded.problems.join('; '));
   }));
 
-test('corrupt manifest alone: generations still judged by their headers', () =>
+test('corrupt manifest alone: generations still judged by their headers, and no loss reported', () =>
   withDir(async (dir) => {
     const now = { t: T0 };
     await twoGenerations(dir, now);
@@ -158,7 +158,8 @@ test('corrupt manifest alone: generations still judged by their headers', () =>
     await truncate(path.join(dir, names[0]!), 0);
     const loaded = await (await open(dir)).load();
     assert.is(loaded.seq, 2);
-    assert.ok(loaded.problems.some((p) => p.startsWith('manifest unreadable')));
+    // Written after its generation, by node-persist in place: torn by a crash, it means nothing was lost.
+    assert.equal(loaded.problems, []);
   }));
 
 test('encoding straight from the table gives the same file as encoding takeSnapshot', () => {
