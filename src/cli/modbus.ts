@@ -1,19 +1,18 @@
 /**
- * `shadowgate scan|read|write` for Modbus buses: one-off I/O through the same bus owner, codec and
- * writer as the daemon, without it. Exit codes: 0 done, 1 the device did not answer / refused,
+ * `shadowgate scan|read|write` for Modbus buses: one-off I/O through the bus's own driver (the Driver
+ * interface, as the daemon uses it: its scan, read and write), without polling and without the daemon. Exit codes: 0 done, 1 the device did not answer / refused,
  * 2 usage or config error. (Do not run it while the daemon holds the same serial port.)
  */
 import { parseArgs } from 'node:util';
-import type { BusConfig, GatewayConfig, ModbusPointBlock, ModbusRtuBusConfig } from '../config/types.js';
+import type { BusConfig, GatewayConfig, ModbusPointBlock, ModbusRtuBusConfig, PointConfig, ResolvedDevice } from '../config/types.js';
+import { systemClock } from '../core/clock.js';
 import { isGatewayError } from '../core/errors.js';
 import { resolveAddress } from '../protocol/modbus/address.js';
 import { blockProblems } from '../protocol/modbus/block-check.js';
-import { decodeBit, decodeRegisters, isBitTable, pointWidth } from '../protocol/modbus/codec.js';
-import { BusOwner, PRIORITY } from '../drivers/modbus/bus-owner.js';
-import type { ModbusPoint } from '../drivers/modbus/device-plan.js';
-import { modbusLink, scanUnits } from '../drivers/modbus/link.js';
-import { READ_FC } from '../drivers/modbus/transport.js';
-import { executeWrites, planWrites } from '../drivers/modbus/writer.js';
+import { isBitTable } from '../protocol/modbus/codec.js';
+import { createModbusRtuDriverWith } from '../drivers/modbus-rtu.js';
+import { createModbusTcpDriverWith } from '../drivers/modbus-tcp.js';
+import type { Driver, DriverContext } from '../drivers/types.js';
 import { silentLogger } from '../util/logger.js';
 
 class UsageError extends Error {}
@@ -51,14 +50,24 @@ function intFlag(flags: Flags, key: string, fallback?: number): number {
   return n;
 }
 
-function owner(bus: BusConfig, timeoutOverride?: number): BusOwner {
+/** The bus's own driver for one-off use (no polling): the CLI goes through the Driver interface like the daemon. */
+function oneOffDriver(bus: BusConfig, devices: ResolvedDevice[], timeoutMs?: number): Driver {
   if (bus.driver !== 'modbus-rtu' && bus.driver !== 'modbus-tcp') throw new UsageError(`bus ${bus.id} is a ${bus.driver} bus, not modbus-rtu or modbus-tcp`);
-  const link = modbusLink(bus);
-  // One-off commands: no reopen loop, no bus-wide reopen after timeouts (a scan times out on purpose).
-  return new BusOwner(link.transport, {
-    ...link.owner, busId: bus.id, timeoutMs: timeoutOverride ?? link.owner.timeoutMs,
-    reopenMinMs: 60_000, reopenMaxMs: 60_000, reopenAfterTimeouts: Infinity, log: silentLogger,
-  });
+  const cfg = timeoutMs === undefined ? bus : { ...bus, timeout: timeoutMs };
+  const ctx: DriverContext = { sink: { data() {}, failure() {} }, clock: systemClock, log: silentLogger, lastValue: () => null, lastWrite: () => null };
+  const create = bus.driver === 'modbus-rtu' ? createModbusRtuDriverWith : createModbusTcpDriverWith;
+  return create(cfg, devices, ctx, { oneOff: true });
+}
+
+/** Opens the driver's link; a link that does not open is an error naming it. */
+async function open(driver: Driver): Promise<Driver> {
+  await driver.start();
+  const { bus: link } = driver.stats!() as { bus: { open: boolean; link: string; lastError: string | null } };
+  if (!link.open) {
+    await driver.stop();
+    throw new Error(`cannot open ${link.link}: ${String(link.lastError)}`);
+  }
+  return driver;
 }
 
 function blockFrom(flags: Flags): ModbusPointBlock {
@@ -80,7 +89,7 @@ function blockFrom(flags: Flags): ModbusPointBlock {
 }
 
 export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: string[], config: GatewayConfig, out: (line: string) => void): Promise<number> {
-  let bus: BusOwner | null = null;
+  let driver: Driver | null = null;
   try {
     const flags = parseFlags(args);
     const busId = flags.get('bus');
@@ -92,27 +101,31 @@ export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: str
       const to = intFlag(flags, 'to', 247);
       if (from < 0 || to > 255 || from > to) throw new UsageError('--from/--to must satisfy 0 <= from <= to <= 255');
       // A short timeout: a scan of 247 ids at the bus's 300 ms would take over a minute.
-      bus = owner(busConfig, flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min((busConfig as ModbusRtuBusConfig).timeout, 200));
-      await bus.start();
-      if (!bus.open) throw new Error(`cannot open ${bus.label}: ${String(bus.totals.lastError)}`);
-      return await scan(bus, from, to, out);
+      driver = await open(oneOffDriver(busConfig, [], flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min((busConfig as ModbusRtuBusConfig).timeout, 200)));
+      return await scan(driver, from, to, out);
     }
     const unit = intFlag(flags, 'unit');
     const block = blockFrom(flags);
-    const point: ModbusPoint = { name: `${block.table}:${block.address}`, block, width: pointWidth(block), access: 'RW', pollMs: 0 };
     if (cmd === 'write' && !flags.has('value')) throw new UsageError('--value is required');
-    const ops = cmd === 'write' ? planWrites([{ point, value: flags.get('value')! }]) : [];
-    bus = owner(busConfig);
-    await bus.start();
-    if (!bus.open) throw new Error(`cannot open ${bus.label}: ${String(bus.totals.lastError)}`);
+    // The register as a one-point device of the bus, read or written through the driver like any other.
+    const name = `${block.table}:${block.address}`;
+    const point: PointConfig = { name, type: block.data_type === 'string' ? 'string' : 'float', access: 'RW', report: 'change', scale: 1, offset: 0, modbus: block };
+    const device: ResolvedDevice = {
+      config: { id: 'cli', model: 'cli', bus: busConfig.id, unit_id: unit, poll: 60_000 },
+      model: { name: 'cli', points: [point] }, points: new Map([[name, point]]), ttl: 60_000,
+    };
+    const one = oneOffDriver(busConfig, [device]);
+    // A value that does not fit is a usage error, found before the port is opened.
+    if (cmd === 'write') one.check!('cli', [{ name, value: flags.get('value')! }]);
+    driver = await open(one);
     if (cmd === 'write') {
-      await bus.enqueue(PRIORITY.write, (io) => executeWrites(io, unit, ops, (busConfig as ModbusRtuBusConfig).retries));
+      await driver.write('cli', [{ name, value: flags.get('value')! }]);
       out(`wrote ${flags.get('value')} to unit ${unit} ${block.table} ${block.address}`);
       return 0;
     }
-    const data = (await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: READ_FC[block.table], address: block.address, count: point.width }, (busConfig as ModbusRtuBusConfig).retries))) as (number | boolean)[];
-    const value = isBitTable(block.table) ? decodeBit(data[0] ?? false) : decodeRegisters(block, data as number[], 0);
-    out(String(value));
+    const values = await driver.read!('cli', [name]);
+    const value = values[name];
+    out(String(typeof value === 'boolean' ? (value ? 1 : 0) : value));
     return 0;
   } catch (err) {
     if (err instanceof UsageError || (isGatewayError(err) && (err.code === 'CONFIG_INVALID' || err.code === 'INVALID_VALUE'))) {
@@ -122,12 +135,13 @@ export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: str
     out(`error: ${(err as Error).message}`);
     return 1;
   } finally {
-    await bus?.stop();
+    await driver?.stop();
   }
 }
 
-async function scan(bus: BusOwner, from: number, to: number, out: (line: string) => void): Promise<number> {
-  const found = await scanUnits(bus, from, to, (unit, how) => out(`unit ${unit}: ${how}`));
+async function scan(driver: Driver, from: number, to: number, out: (line: string) => void): Promise<number> {
+  const found = await driver.scan!(from, to);
+  for (const unit of found) out(`unit ${unit}: answered`);
   out(found.length > 0 ? `found ${found.length} unit(s): ${found.join(', ')}` : `no unit answered between ${from} and ${to}`);
   return found.length > 0 ? 0 : 1;
 }

@@ -20,6 +20,8 @@ export interface ModbusTuning {
   health?: Partial<HealthOptions>;
   reopenMinMs?: number;
   reopenMaxMs?: number;
+  /** One-off use (the CLI's scan/read/write): no polling, no reopen loop, no bus-wide reopen after timeouts. */
+  oneOff?: boolean;
 }
 
 export interface ModbusDriverParts {
@@ -40,8 +42,9 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     ...parts.owner,
     busId: bus.id,
     log,
-    reopenMinMs: tuning.reopenMinMs ?? 500,
-    reopenMaxMs: tuning.reopenMaxMs ?? 30_000,
+    reopenMinMs: tuning.oneOff ? 60_000 : tuning.reopenMinMs ?? 500,
+    reopenMaxMs: tuning.oneOff ? 60_000 : tuning.reopenMaxMs ?? 30_000,
+    ...(tuning.oneOff ? { reopenAfterTimeouts: Infinity } : {}),
     onOpen: () => poller.linkUp(), // called from start(), after the poller exists
   });
   const health = { ...DEFAULT_HEALTH, ...tuning.health };
@@ -94,7 +97,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
         for (const problem of d.problems) log.error({ device: d.id }, `modbus config: ${problem}`);
       }
       await owner.start();
-      poller.start();
+      if (!tuning.oneOff) poller.start();
     },
 
     async stop() {
