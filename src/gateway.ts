@@ -29,6 +29,7 @@ import { createHttpPart } from './runtime/http.js';
 import { PartList } from './runtime/part.js';
 import { createPersistencePart } from './runtime/persistence.js';
 import { createSystem } from './runtime/system.js';
+import { clockSynchronized } from './runtime/clock-sync.js';
 import type { LogRing } from './util/log-ring.js';
 import type { Logger } from './util/logger.js';
 import { readVersion } from './util/version.js';
@@ -120,6 +121,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       }, ...(opts.ring ? { ring: opts.ring } : {}),
       parts: () => ({ persistence: persistence.stats(), ...partStats() }),
     });
+    // The clock's sync state for /health/shadow, read in the background (the health route stays synchronous).
+    const clockSync = { synchronized: await clockSynchronized() as boolean | null };
+    const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 10_000);
+    syncTimer.unref();
+    parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
     // The web console's files (make build); a tree without them still serves the API.
     const consoleDir = await findConsoleDir();
     const consoleFiles = consoleDir ? await loadConsole(consoleDir) : undefined;
@@ -131,7 +137,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         health: () => buildHealth({
           shadow, persist: persistence.stats(),
           buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
-          extra: partStats(),
+          extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
         }),
       },

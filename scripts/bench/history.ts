@@ -27,7 +27,7 @@ async function median(runs: number, fn: () => Promise<unknown>): Promise<number>
 }
 
 async function ingest(dir: string): Promise<void> {
-  const clock = { t: T0, now(): number { return this.t; } };
+  const clock = { t: T0, now(): number { return this.t; }, mono(): number { return this.t; } };
   // The buffer holds one flush interval at this rate (10 s x 10k/s), as docs/history.md advises.
   const store = await openHistory({ dir, clock, log: silentLogger, retention: 30 * DAY, maxDisk: 512 << 20, flushInterval: 0,
     bufferSamples: 131_072 });
@@ -55,7 +55,7 @@ async function ingest(dir: string): Promise<void> {
 }
 
 async function month(dir: string): Promise<void> {
-  const clock = { t: T0, now(): number { return this.t; } };
+  const clock = { t: T0, now(): number { return this.t; }, mono(): number { return this.t; } };
   const store = await openHistory({ dir, clock, log: silentLogger, retention: 31 * DAY, maxDisk: 512 << 20, flushInterval: 0 });
   // 30 days of a 1 Hz temperature, plus 9 other 1 Hz points so segments are not single-series.
   const build0 = performance.now();

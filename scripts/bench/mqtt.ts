@@ -79,7 +79,7 @@ function fixture(dataDir: string) {
       homeassistant: { enable: false, prefix: 'homeassistant' },
     },
     export: { shadow: { enable: false, format: 'json', interval: 1000, targets: [] } },
-    gatewayId: 'bench', dataDir, clock: { now: () => Date.now() }, log: silentLogger,
+    gatewayId: 'bench', dataDir, clock: { now: () => Date.now(), mono: () => performance.now() }, log: silentLogger,
   };
   return { shadow, ctx };
 }

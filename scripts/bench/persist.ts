@@ -21,7 +21,7 @@ import { report, type Result } from './report.js';
 const DEVICES = 1000;
 const POINTS = 100;
 const SAVES = 20;
-const clock = { now: () => Date.now() };
+const clock = { now: () => Date.now(), mono: () => performance.now() };
 const points = Array.from({ length: POINTS }, (_, p) => ({ name: `p${p}` }));
 
 function buildShadow(): Shadow {

@@ -109,8 +109,9 @@ export class ShadowBase {
     return d;
   }
 
-  protected expired(d: number, now: number): boolean {
-    return now - this.table.devUpdatedAt[d]! > this.table.devTtl[d]!;
+  /** Rule 11: the TTL runs on the monotonic clock (`mono`), so a wall-clock step expires nothing. */
+  protected expired(d: number, mono: number): boolean {
+    return mono - this.table.devSeenMono[d]! > this.table.devTtl[d]!;
   }
 
   /** Moves the state and raises `online` when the online flag flips. */

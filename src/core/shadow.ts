@@ -120,6 +120,7 @@ export class Shadow extends ShadowBase {
     const t = this.table;
     const dev = t.devices[d]!;
     const now = this.clock.now();
+    const mono = this.clock.mono();
     const listening = this.bus.hasListeners('dataChange');
     const num = t.ptNum;
     const ptFlags = t.ptFlags;
@@ -149,9 +150,11 @@ export class Shadow extends ShadowBase {
         ptFlags[p] = flags | HAS_VALUE | STR_VALUE;
       }
       updated[p] = now;
+      t.ptSeenMono[p] = mono;
       if (listening && (changed || (flags & REPORT_ALWAYS) !== 0)) (changes ??= []).push({ name: names[i]!, value: v });
     }
     t.devUpdatedAt[d] = now;
+    t.devSeenMono[d] = mono;
     t.devDisconnect[d] = 0;
     t.devVersion[d]!++;
     this.changeSeq++;
@@ -176,7 +179,7 @@ export class Shadow extends ShadowBase {
     this.lookups++;
     if (p === undefined || t.devState[d] === OFFLINE) return null;
     const flags = t.ptFlags[p]!;
-    if ((flags & HAS_VALUE) === 0 || this.clock.now() - t.ptUpdatedAt[p]! > t.devTtl[d]!) return null;
+    if ((flags & HAS_VALUE) === 0 || this.clock.mono() - t.ptSeenMono[p]! > t.devTtl[d]!) return null;
     this.hits++;
     return (flags & STR_VALUE) !== 0 ? t.ptStr[p]! : t.ptNum[p]!;
   }
@@ -222,9 +225,9 @@ export class Shadow extends ShadowBase {
     if (state === ONLINE) {
       const now = this.clock.now();
       this.transition(d, STATE_CODE.Refreshing, now);
-      if (this.expired(d, now)) this.goOffline(d, 'ttl', now);
+      if (this.expired(d, this.clock.mono())) this.goOffline(d, 'ttl', now);
       else this.transition(d, ONLINE, now);
-    } else if (state !== OFFLINE && this.expired(d, this.clock.now())) {
+    } else if (state !== OFFLINE && this.expired(d, this.clock.mono())) {
       this.goOffline(d, 'ttl', this.clock.now());
     }
     return this.table.devState[d] !== OFFLINE;
@@ -284,6 +287,7 @@ export class Shadow extends ShadowBase {
     const now = this.clock.now();
     t.devDisconnect[d] = 0;
     t.devUpdatedAt[d] = now;
+    t.devSeenMono[d] = this.clock.mono();
     t.devVersion[d]!++;
     this.changeSeq++;
     const state = t.devState[d]!;
@@ -306,7 +310,7 @@ export class Shadow extends ShadowBase {
     t.devVersion[d]!++;
     this.changeSeq++;
     if (failures >= MAX_FAILURES) this.goOffline(d, 'failures', now);
-    else if (now - t.devUpdatedAt[d]! > FAILURE_WINDOW_MS) this.goOffline(d, 'no-data', now);
+    else if (this.clock.mono() - t.devSeenMono[d]! > FAILURE_WINDOW_MS) this.goOffline(d, 'no-data', now);
     else if (t.devState[d] === ONLINE) this.transition(d, MAYBE_OFFLINE, now);
   }
 
@@ -314,12 +318,13 @@ export class Shadow extends ShadowBase {
   CheckTTL(): void {
     const t = this.table;
     const now = this.clock.now();
+    const mono = this.clock.mono();
     for (const d of this.index.values()) {
       const state = t.devState[d]!;
       if (state === OFFLINE) continue;
       const seq = this.changeSeq;
       this.transition(d, STATE_CODE.Checking, now);
-      if (this.expired(d, now)) this.goOffline(d, 'ttl', now);
+      if (this.expired(d, mono)) this.goOffline(d, 'ttl', now);
       else this.transition(d, state === INITIALIZING ? INITIALIZING : t.devDisconnect[d]! > 0 ? MAYBE_OFFLINE : ONLINE, now);
       // The sweep's transient Checking is no change: an idle shadow must not be saved again every interval (flash).
       if (t.devState[d] === state) this.changeSeq = seq;

@@ -89,8 +89,18 @@ export interface RestoreReport {
  * Fills the devices the shadow already has (added from config) with their persisted data: values, times,
  * write values, counters, versions. Devices are then re-judged by TTL at once. Devices whose points came
  * from a model only get those points back; devices without declared points get every persisted point.
+ *
+ * Rule 11: a saved time is an age only when the wall clock can be trusted. Trusted (`trusted`, default
+ * true, and saved in the past): the TTL goes on from that age on the monotonic clock. Not trusted (the
+ * clock is not synchronized yet — a Pi without RTC boots months behind — or the save lies in the future):
+ * values and write values are kept and shown with their saved times, but none is served as fresh (a point
+ * read is null) and the device is Offline until fresh data arrives.
  */
-export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: number): RestoreReport {
+export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: number, opts: { trusted?: boolean } = {}): RestoreReport {
+  const mono = shadow.clock.mono();
+  const trusted = opts.trusted ?? true;
+  /** Monotonic time of a saved wall time, or -Infinity (stale) when its age cannot be trusted. */
+  const seenMono = (savedAt: number): number => (trusted && savedAt <= now ? mono - (now - savedAt) : -Infinity);
   const t = shadow.table;
   const report: RestoreReport = { restoredDevices: 0, restoredPoints: 0, droppedDevices: [], expiredValues: 0, offlineOnRestore: 0 };
   const strValues = new Map(snap.strValues);
@@ -107,6 +117,7 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
     const slot = t.devices[d]!;
     const ttl = t.devTtl[d]!;
     t.devUpdatedAt[d] = snap.dev.updatedAt[i]!;
+    t.devSeenMono[d] = seenMono(t.devUpdatedAt[d]!);
     t.devDisconnect[d] = snap.dev.disconnect[i]!;
     t.devVersion[d] = snap.dev.version[i]!;
     t.devState[d] = snap.dev.state[i]!;
@@ -127,13 +138,17 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
       t.ptWriteNum[p] = snap.pts.writeNum[at]!;
       t.ptWriteAt[p] = snap.pts.writeAt[at]!;
       t.ptWriteStr[p] = strWrites.get(at);
-      const fresh = (saved & HAS_VALUE) !== 0 && now - snap.pts.updatedAt[at]! <= ttl;
-      if ((saved & HAS_VALUE) !== 0 && !fresh) report.expiredValues++;
-      if (fresh) {
+      const savedAt = snap.pts.updatedAt[at]!;
+      const untrusted = !trusted || savedAt > now;
+      // Past its TTL (by a trusted age): dropped. Of unknown age: kept, shown, but not served as fresh.
+      const keep = (saved & HAS_VALUE) !== 0 && (untrusted || now - savedAt <= ttl);
+      if ((saved & HAS_VALUE) !== 0 && !keep) report.expiredValues++;
+      if (keep) {
         flags |= saved & (HAS_VALUE | STR_VALUE);
         t.ptNum[p] = snap.pts.num[at]!;
         t.ptStr[p] = strValues.get(at);
-        t.ptUpdatedAt[p] = snap.pts.updatedAt[at]!;
+        t.ptUpdatedAt[p] = savedAt;
+        t.ptSeenMono[p] = seenMono(savedAt);
       } else {
         t.ptNum[p] = 0;
         t.ptStr[p] = undefined;
@@ -145,7 +160,7 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
     // Transient states are never persisted as such; a device past its TTL is offline now.
     const state = t.devState[d]!;
     if (state === STATE_CODE.Checking || state === STATE_CODE.Refreshing) t.devState[d] = STATE_CODE.Online;
-    if (t.devState[d] !== STATE_CODE.Offline && now - t.devUpdatedAt[d]! > ttl) {
+    if (t.devState[d] !== STATE_CODE.Offline && mono - t.devSeenMono[d]! > ttl) {
       t.devState[d] = STATE_CODE.Offline;
       report.offlineOnRestore++;
     }

@@ -33,12 +33,16 @@ export class ShadowTable {
   readonly devices: (DeviceSlot | undefined)[];
   readonly devTtl: Float64Array;
   readonly devUpdatedAt: Float64Array;
+  /** Monotonic ms of the last data (rule 11): what TTL and the 60 s rule measure; -Infinity = stale/never. */
+  readonly devSeenMono: Float64Array;
   readonly devDisconnect: Uint32Array;
   readonly devState: Uint8Array;
   readonly devVersion: Float64Array;
 
   readonly ptNum: Float64Array;
   readonly ptUpdatedAt: Float64Array;
+  /** Monotonic ms of the point's last value: a point read is null once it is older than the TTL. */
+  readonly ptSeenMono: Float64Array;
   readonly ptWriteNum: Float64Array;
   readonly ptWriteAt: Float64Array;
   readonly ptFlags: Uint8Array;
@@ -54,11 +58,13 @@ export class ShadowTable {
     this.devices = new Array<DeviceSlot | undefined>(maxDevices).fill(undefined);
     this.devTtl = new Float64Array(maxDevices);
     this.devUpdatedAt = new Float64Array(maxDevices);
+    this.devSeenMono = new Float64Array(maxDevices);
     this.devDisconnect = new Uint32Array(maxDevices);
     this.devState = new Uint8Array(maxDevices);
     this.devVersion = new Float64Array(maxDevices);
     this.ptNum = new Float64Array(maxPoints);
     this.ptUpdatedAt = new Float64Array(maxPoints);
+    this.ptSeenMono = new Float64Array(maxPoints);
     this.ptWriteNum = new Float64Array(maxPoints);
     this.ptWriteAt = new Float64Array(maxPoints);
     this.ptFlags = new Uint8Array(maxPoints);
@@ -81,7 +87,7 @@ export class ShadowTable {
 
   /** Bytes held by the columns (what `memoryUsage` reports); fixed for the process lifetime. */
   get allocatedBytes(): number {
-    const numeric = this.maxDevices * (8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 8 + 1);
+    const numeric = this.maxDevices * (8 + 8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 8 + 8 + 1);
     const slotArrays = (this.maxDevices + 2 * this.maxPoints) * 8;
     return numeric + slotArrays;
   }
@@ -92,6 +98,7 @@ export class ShadowTable {
     this.devices[index] = slot;
     this.devTtl[index] = 0;
     this.devUpdatedAt[index] = 0;
+    this.devSeenMono[index] = -Infinity;
     this.devDisconnect[index] = 0;
     this.devState[index] = STATE_CODE.Offline;
     this.devVersion[index] = 0;
@@ -111,6 +118,7 @@ export class ShadowTable {
     const index = this.freePoints[--this.freePointCount]!;
     this.ptNum[index] = 0;
     this.ptUpdatedAt[index] = 0;
+    this.ptSeenMono[index] = -Infinity;
     this.ptWriteNum[index] = 0;
     this.ptWriteAt[index] = 0;
     this.ptFlags[index] = flags;

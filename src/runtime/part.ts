@@ -16,6 +16,11 @@ export class PartList {
     return part;
   }
 
+  /** A part with nothing to start (a timer already running) that must still stop in order. */
+  adopt(part: Part<never>): void {
+    this.started.push(part);
+  }
+
   async stopAll(): Promise<void> {
     for (const part of this.started.splice(0).reverse()) {
       try {

@@ -12,6 +12,7 @@ import { restoreSnapshot } from '../core/snapshot.js';
 import { startPersisting, type PersistStats, type Persister } from '../store/persist-loop.js';
 import { openShadowStore } from '../store/shadow-store.js';
 import type { Logger } from '../util/logger.js';
+import { clockSynchronized } from './clock-sync.js';
 
 export interface PersistencePart extends Part {
   /** Saves now if anything changed (also done periodically and on stop). */
@@ -31,8 +32,10 @@ export function createPersistencePart(config: GatewayConfig, dataDir: string, sh
       const loaded = await store.load();
       for (const problem of loaded.problems) log.error({ problem }, 'persisted shadow problem');
       if (loaded.snapshot) {
-        const report = restoreSnapshot(shadow, loaded.snapshot, clock.now());
-        log.info({ seq: loaded.seq, source: loaded.source, ...report }, 'shadow restored');
+        // Rule 11: saved times are ages only on a synchronized clock (a Pi without RTC boots behind).
+        const synchronized = await clockSynchronized();
+        const report = restoreSnapshot(shadow, loaded.snapshot, clock.now(), { trusted: synchronized !== false });
+        log.info({ seq: loaded.seq, source: loaded.source, clockSynchronized: synchronized, ...report }, 'shadow restored');
       }
       const p = startPersisting(shadow, store, config.shadow.persist_interval, clock, log.child({ part: 'persist' }));
       persister = p;

@@ -2,14 +2,13 @@
  * The System page's figures and the buses list: version, uptime, clock sync, memory, disk of the data
  * dir, persistence/history/MQTT status, serial ports present, and the last log lines.
  */
-import { access, statfs } from 'node:fs/promises';
+import { statfs } from 'node:fs/promises';
 import type { SystemService } from '../api/context.js';
 import type { Clock } from '../core/clock.js';
 import type { LogRing } from '../util/log-ring.js';
 import type { BusesPart } from './buses.js';
+import { clockSynchronized } from './clock-sync.js';
 
-/** systemd-timesyncd creates this file once the clock is synchronized (and keeps it until shutdown). */
-export const TIMESYNC_FLAG = '/run/systemd/timesync/synchronized';
 
 export interface SystemOptions {
   buses: BusesPart;
@@ -18,14 +17,11 @@ export interface SystemOptions {
   ring?: LogRing;
   /** Other parts' figures, read when the page asks. */
   parts: () => Record<string, unknown>;
-  timesyncFlag?: string;
   /** The buses as the config writes them (durations as text, no defaults filled). */
   rawBuses: () => Record<string, unknown>[];
   /** Read once at start (package.json). */
   version: string;
 }
-
-const exists = (file: string): Promise<boolean> => access(file).then(() => true, () => false);
 
 export function createSystem(opts: SystemOptions): SystemService {
   return {
@@ -50,9 +46,7 @@ export function createSystem(opts: SystemOptions): SystemService {
       }
     },
     async info() {
-      const flag = opts.timesyncFlag ?? TIMESYNC_FLAG;
-      // No timesyncd at all (a dev box, another init): nothing to say about sync, so null.
-      const synchronized = (await exists(flag)) ? true : (await exists(flag.replace(/\/[^/]+$/, ''))) ? false : null;
+      const synchronized = await clockSynchronized();
       let disk: Record<string, unknown> = { data_dir: opts.dataDir };
       try {
         const s = await statfs(opts.dataDir);

@@ -110,7 +110,7 @@ export interface ApiOptions {
 
 /** Starts the API on port 0, runs `fn`, always closes the server. */
 export async function withApi(opts: ApiOptions, fn: (api: TestApi) => Promise<void>): Promise<void> {
-  const clock = { t: T0, now(): number { return this.t; } };
+  const clock = { t: T0, now(): number { return this.t; }, mono(): number { return this.t; } };
   const shadow = new Shadow({ maxDevices: 16, maxPoints: 64, defaultTtl: 300_000, clock });
   if (opts.seed !== false) {
     for (const [id, d] of Object.entries(FAKE_DEVICES)) {

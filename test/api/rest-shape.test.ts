@@ -38,7 +38,7 @@ test('formatBytes and formatPercent', () => {
 test('toRestDevice / shadowAllJson / toRestStats from a real shadow', () => {
   process.env.TZ = 'UTC';
   try {
-    const clock = { now: () => T0 };
+    const clock = { now: () => T0, mono: () => 0 };
     const shadow = new Shadow({ maxDevices: 4, maxPoints: 8, defaultTtl: 30_000, clock });
     assert.equal(shadowAllJson(shadow), []);
     shadow.AddDevice('b', 'mb', undefined, { points: [{ name: 'p' }] });

@@ -1,6 +1,7 @@
 /** Shared fixtures for the export tests: a real Shadow, a recording DeviceIO, temp dirs, real MQTT clients. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { systemClock } from '../../src/core/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt, { type MqttClient, type IClientOptions } from 'mqtt';
@@ -87,7 +88,7 @@ export function makeFixture(opts: { dir?: string; mqtt?: Partial<MqttConfig>; sh
     export: { shadow: opts.shadowExport ?? noExport },
     gatewayId: 'gw1',
     dataDir: dir,
-    clock: { now: () => Date.now() },
+    clock: systemClock,
     log: silentLogger,
   };
   return { ctx, shadow, bus, io, dir };

@@ -8,6 +8,8 @@ import { silentLogger } from '../../src/util/logger.js';
 export class FakeClock {
   constructor(public t: number) {}
   now = (): number => this.t;
+  // History stamps wall time only; durations of its own (flush timers) are not clock-driven here.
+  mono = (): number => this.t;
 }
 
 export async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {

@@ -12,7 +12,7 @@ import type { ShadowStore } from '../../src/store/shadow-store.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 const now = { t: Date.UTC(2024, 0, 1) };
-const clock = { now: () => now.t };
+const clock = { now: () => now.t, mono: () => now.t };
 
 function makeShadow(): Shadow {
   const shadow = new Shadow({ maxDevices: 4, maxPoints: 16, defaultTtl: 60_000, clock });

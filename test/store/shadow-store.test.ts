@@ -14,7 +14,7 @@ const T0 = Date.UTC(2024, 0, 1);
 const TTL = 60_000;
 
 function makeShadow(now: { t: number }, ids = ['meter', 'relay', 'free']): Shadow {
-  const shadow = new Shadow({ maxDevices: 16, maxPoints: 256, defaultTtl: TTL, clock: { now: () => now.t } });
+  const shadow = new Shadow({ maxDevices: 16, maxPoints: 256, defaultTtl: TTL, clock: { now: () => now.t, mono: () => now.t } });
   for (const id of ids) {
     // 'free' has no declared points: restore must bring back every persisted point.
     const points = id === 'free' ? [] : [{ name: 'temp' }, { name: 'label' }, { name: 'setpoint' }];

@@ -32,7 +32,7 @@ export class Poller {
    */
   setDevices(devices: readonly CompiledDevice[]): void {
     const known = new Set(this.devices);
-    const now = this.options.clock.now();
+    const now = this.options.clock.mono();
     for (const d of devices) if (!known.has(d)) for (const g of d.groups) g.nextDue = now;
     this.devices = devices;
     this.schedule();
@@ -40,7 +40,7 @@ export class Poller {
 
   start(): void {
     this.stopped = false;
-    const now = this.options.clock.now();
+    const now = this.options.clock.mono();
     for (const d of this.devices) for (const g of d.groups) g.nextDue = now;
     this.schedule();
   }
@@ -53,7 +53,7 @@ export class Poller {
 
   /** The link is (back) up: probe degraded devices now instead of after their backoff. */
   linkUp(): void {
-    const now = this.options.clock.now();
+    const now = this.options.clock.mono();
     for (const d of this.devices) if (d.health.degraded) d.health.probeAt = now;
     this.schedule();
   }
@@ -61,7 +61,7 @@ export class Poller {
   private schedule(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    const now = this.options.clock.now();
+    const now = this.options.clock.mono();
     let next = Infinity;
     for (const d of this.devices) {
       for (const g of d.groups) {
@@ -89,13 +89,13 @@ export class Poller {
   private async runGroup(device: CompiledDevice, group: PollGroup): Promise<void> {
     const { clock, sink, log } = this.options;
     group.running = true;
-    const start = clock.now();
+    const start = clock.mono();
     const values: Record<string, RawValue> = {};
     let read = false;
     let failure: Error | undefined;
     try {
       for (const request of group.requests) {
-        if (this.stopped || !device.health.mayPoll(clock.now())) break;
+        if (this.stopped || !device.health.mayPoll(clock.mono())) break;
         const probing = device.health.degraded;
         try {
           const data = await this.bus.enqueue(PRIORITY.poll, (io) =>
@@ -114,7 +114,7 @@ export class Poller {
             device.health.answered(); // the slave is alive; the request is what it refuses
             if (this.stepDown(device, group, request.points.length, error)) break; // replanned: the next cycle uses the new requests
           } else if (!(error instanceof LinkDownError)) {
-            device.health.failed(clock.now()); // a closed port says nothing about the slave
+            device.health.failed(clock.mono()); // a closed port says nothing about the slave
           }
           if (probing || device.health.degraded) {
             if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (polled with backoff)');
@@ -124,7 +124,7 @@ export class Poller {
       }
     } finally {
       group.running = false;
-      const end = clock.now();
+      const end = clock.mono();
       group.lastCycleMs = end - start;
       // Fixed-rate schedule; a cycle that overran starts the next one at once.
       group.nextDue = Math.max(start + group.intervalMs, end);

@@ -206,12 +206,12 @@ export class RtuTransport extends ClientTransport {
   override async drain(quietMs: number, maxMs: number): Promise<void> {
     const port = (this.client as unknown as { _port?: { _buffer?: Buffer; _client?: NodeJS.EventEmitter } } | null)?._port;
     const raw = port?._client;
-    let last = Date.now();
-    const onData = (): void => { last = Date.now(); };
+    let last = performance.now();
+    const onData = (): void => { last = performance.now(); };
     raw?.on('data', onData);
-    const start = Date.now();
+    const start = performance.now();
     try {
-      while (Date.now() - last < quietMs && Date.now() - start < maxMs) await sleep(Math.max(1, quietMs - (Date.now() - last)));
+      while (performance.now() - last < quietMs && performance.now() - start < maxMs) await sleep(Math.max(1, quietMs - (performance.now() - last)));
     } finally {
       raw?.off('data', onData);
     }
