@@ -89,7 +89,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
     await parts.start(buses);
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
-    const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' })));
+    // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
+    const clockSync = { synchronized: await clockSynchronized() as boolean | null };
+    const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 2000);
+    syncTimer.unref();
+    parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
+    const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized));
     const exporter = await parts.start(createExportPart({
       shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => pointInfo(buses.devices.get(id)),
       mqtt: config.mqtt, export: config.export, gatewayId: config.gateway.id, dataDir, clock, log,
@@ -121,11 +126,6 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       }, ...(opts.ring ? { ring: opts.ring } : {}),
       parts: () => ({ persistence: persistence.stats(), ...partStats() }),
     });
-    // The clock's sync state for /health/shadow, read in the background (the health route stays synchronous).
-    const clockSync = { synchronized: await clockSynchronized() as boolean | null };
-    const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 10_000);
-    syncTimer.unref();
-    parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
     // The web console's files (make build); a tree without them still serves the API.
     const consoleDir = await findConsoleDir();
     const consoleFiles = consoleDir ? await loadConsole(consoleDir) : undefined;

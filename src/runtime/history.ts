@@ -9,7 +9,9 @@ import type { GatewayConfig } from '../config/types.js';
 import type { Clock } from '../core/clock.js';
 import { GatewayError } from '../core/errors.js';
 import type { Shadow } from '../core/shadow.js';
-import { attachHistory, historyAggregate, historyQuery, openHistory, type HistoryStore, type KnownPoint } from '../store/history.js';
+import { attachHistory, historyAggregate, historyQuery, openHistory, type HistoryRow, type HistoryStore, type KnownPoint } from '../store/history.js';
+import { UnsyncedRanges } from '../store/history/unsynced.js';
+import { parseDuration } from '../core/duration.js';
 import type { Logger } from '../util/logger.js';
 
 import type { Part } from '../core/lifecycle.js';
@@ -19,17 +21,23 @@ export interface HistoryPart extends Part {
   stats(): Record<string, unknown>;
 }
 
-export function createHistoryPart(config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger): HistoryPart {
+export function createHistoryPart(
+  config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger, clockSynchronized: () => boolean | null = () => null,
+): HistoryPart {
   let store: HistoryStore | undefined;
   let detach = (): void => {};
   let openError: string | undefined;
+  const dir = path.join(dataDir, 'history');
+  const unsynced = new UnsyncedRanges(UnsyncedRanges.fileIn(dir), (err) => log.error({ err }, 'unsynced ranges not saved'));
+  const owner = {};
   const start = async (): Promise<void> => {
     if (!config.history.enable) return;
     try {
-      store = await openHistory({
-        dir: path.join(dataDir, 'history'), retention: config.history.retention, maxDisk: config.history.max_disk, clock, log,
-      });
+      store = await openHistory({ dir, retention: config.history.retention, maxDisk: config.history.max_disk, clock, log });
+      await unsynced.load();
       detach = attachHistory(shadow.bus, store);
+      // Samples written on a clock not yet synchronized are flagged, not dropped (rule 11).
+      shadow.bus.on(owner, 'dataChange', ({ time }) => unsynced.note(time, clockSynchronized()));
     } catch (err) {
       openError = err instanceof Error ? err.message : String(err);
       log.error({ err }, 'history store could not open; running without history');
@@ -39,6 +47,19 @@ export function createHistoryPart(config: GatewayConfig, dataDir: string, shadow
     if (!shadow.HasDevice(device)) return 'unknown device';
     return shadow.HasPoint(device, point) ? 'ok' : 'unknown point';
   };
+  /** Rows (or buckets of `span` ms) that touch a range written on an unsynchronized clock say so. */
+  const flag = (rows: HistoryRow[], span: () => number): (HistoryRow & { unsynced?: true })[] => {
+    if (unsynced.list.length === 0) return rows;
+    const width = Math.max(0, span() - 1);
+    return rows.map((r) => (unsynced.flagged(r.ts, r.ts + width) ? { ...r, unsynced: true as const } : r));
+  };
+  const bucketSpan = (q: Record<string, string | undefined>): number => {
+    try {
+      return parseDuration(q['interval'] ?? '0s');
+    } catch {
+      return 0;
+    }
+  };
   const ready = (): HistoryStore => {
     if (store) return store;
     throw new GatewayError('BAD_REQUEST', openError ? `history is unavailable: ${openError}` : 'history is disabled (history.enable is false)');
@@ -47,12 +68,17 @@ export function createHistoryPart(config: GatewayConfig, dataDir: string, shadow
     name: 'history',
     start,
     routes(_app, kit) {
-      kit.route('GET', '/history', 'read', (req) => historyQuery(ready(), knownPoint, req.query, clock.now()));
-      kit.route('GET', '/history/aggregate', 'read', (req) => historyAggregate(ready(), knownPoint, req.query, clock.now()));
+      kit.route('GET', '/history', 'read', async (req) =>
+        flag(await historyQuery(ready(), knownPoint, req.query, clock.now()), () => 0));
+      kit.route('GET', '/history/aggregate', 'read', async (req) =>
+        flag(await historyAggregate(ready(), knownPoint, req.query, clock.now()), () => bucketSpan(req.query)));
     },
-    stats: () => (store ? { ...store.stats() } : { enabled: false, ...(openError ? { error: openError } : {}) }),
+    stats: () => (store ? { ...store.stats(), unsyncedRanges: unsynced.list.length } : { enabled: false, ...(openError ? { error: openError } : {}) }),
     async stop() {
       detach();
+      shadow.bus.off(owner);
+      unsynced.close();
+      await unsynced.flush();
       await store?.close();
       store = undefined;
     },

@@ -62,4 +62,43 @@ test('unsynchronized clock: health says so, and restored values are not served a
   }
 });
 
+test('history written before the clock synchronizes is flagged unsynced; after it, not', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-clock-h-'));
+  const flagDir = path.join(dir, 'timesync');
+  const flag = path.join(flagDir, 'synchronized');
+  const saved = process.env.SHADOWGATE_TIMESYNC_FLAG;
+  process.env.SHADOWGATE_TIMESYNC_FLAG = flag;
+  let gw: Gateway | undefined;
+  try {
+    await mkdir(flagDir);
+    const raw = {
+      gateway: { id: 'h', data_dir: path.join(dir, 'data'), log_level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false },
+      buses: [{ id: 'sim', driver: 'simulator' }],
+      models: { m: { points: [{ name: 'n', type: 'int', sim: { fn: 'counter', step: 1 } }] } },
+      devices: [{ id: 'd', model: 'm', bus: 'sim', poll: '100ms' }],
+    };
+    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+    const port = gw.httpPort;
+    await new Promise((r) => setTimeout(r, 800));
+    await writeFile(flag, ''); // NTP answered
+    await waitFor(async () => (await call<{ checks: { clock: { synchronized: boolean } } }>(port, '/api/v1/health/shadow')).body.data.checks.clock.synchronized, 5000, 'sync seen');
+    await new Promise((r) => setTimeout(r, 800));
+    type Row = { ts: number; value: number; unsynced?: boolean };
+    const rows = (await call<Row[]>(port, '/api/v1/history?device=d&point=n')).body.data;
+    const flagged = rows.filter((r) => r.unsynced);
+    assert.ok(flagged.length >= 3, `${flagged.length} of ${rows.length} rows flagged`);
+    assert.ok(rows.length - flagged.length >= 3, 'rows after the sync are not flagged');
+    const firstClean = rows.findIndex((r) => !r.unsynced);
+    assert.ok(rows.slice(firstClean).every((r) => !r.unsynced), 'flags end when the clock synchronizes');
+    const agg = (await call<Row[]>(port, '/api/v1/history/aggregate?device=d&point=n&function=count&interval=1h')).body.data;
+    assert.ok(agg.length >= 1 && agg.some((b) => b.unsynced), 'a bucket holding unsynced samples says so');
+  } finally {
+    await gw?.stop();
+    if (saved === undefined) delete process.env.SHADOWGATE_TIMESYNC_FLAG;
+    else process.env.SHADOWGATE_TIMESYNC_FLAG = saved;
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test.run();
