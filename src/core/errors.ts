@@ -13,6 +13,8 @@ export type ErrorCode =
   | 'DRIVER_TIMEOUT'
   | 'DRIVER_ERROR'
   | 'MODBUS_EXCEPTION'
+  | 'BUS_BUSY'
+  | 'UNIT_BACKED_OFF'
   | 'CONFIG_INVALID';
 
 export class GatewayError extends Error {

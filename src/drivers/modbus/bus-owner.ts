@@ -11,6 +11,12 @@ import { classify, type ClassifiedError } from './errors.js';
 import type { ModbusTransport, WireRequest } from './transport.js';
 
 export const PRIORITY = { write: 0, read: 1, poll: 2 } as const;
+
+/**
+ * Writes and on-demand reads waiting at most on one bus. A client firing requests faster than a 9600-baud
+ * line answers would otherwise grow the queue (and memory) without end; past this it gets `bus busy`.
+ */
+export const MAX_WAITING = 16;
 export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
 
 export interface BusOwnerOptions {
@@ -94,6 +100,10 @@ export class BusOwner {
     return this.transport.isOpen();
   }
 
+  get waiting(): number {
+    return this.queues[PRIORITY.write]!.length + this.queues[PRIORITY.read]!.length;
+  }
+
   get queueDepth(): number {
     return this.queues.reduce((n, q) => n + q.length, 0) + (this.busy ? 1 : 0);
   }
@@ -115,9 +125,16 @@ export class BusOwner {
     await this.transport.close();
   }
 
-  /** Queues a job; it runs alone on the bus. Resolves with what the job returns. */
+  /**
+   * Queues a job; it runs alone on the bus. Resolves with what the job returns. Writes and on-demand reads
+   * beyond MAX_WAITING are refused at once with BUS_BUSY (polls are bounded by the devices themselves:
+   * one cycle per group in flight).
+   */
   enqueue<T>(priority: Priority, run: (io: BusIo) => Promise<T>): Promise<T> {
     if (this.stopped) return Promise.reject(new GatewayError('DRIVER_ERROR', `bus ${this.options.busId} is stopped`));
+    if (priority !== PRIORITY.poll && this.queues[PRIORITY.write]!.length + this.queues[PRIORITY.read]!.length >= MAX_WAITING) {
+      return Promise.reject(new GatewayError('BUS_BUSY', `bus ${this.options.busId} busy: ${MAX_WAITING} requests are already waiting; try again shortly`));
+    }
     return new Promise<T>((resolve, reject) => {
       this.queues[priority]!.push({ priority, run, resolve: resolve as (v: unknown) => void, reject });
       void this.pump();
@@ -129,9 +146,14 @@ export class BusOwner {
     this.busy = true;
     this.idle = new Promise((resolve) => (this.markIdle = resolve));
     try {
+      let sincePoll = 0;
       for (;;) {
-        const job = this.queues.find((q) => q.length > 0)?.shift();
+        // Writes, then on-demand reads, then polls — but a waiting poll goes next after every on-demand
+        // job, so polls keep at least half of the line however hard clients push (issue 11 item 2).
+        const polls = this.queues[PRIORITY.poll]!;
+        const job = sincePoll >= 1 && polls.length > 0 ? polls.shift() : this.queues.find((q) => q.length > 0)?.shift();
         if (!job) break;
+        sincePoll = job.priority === PRIORITY.poll ? 0 : sincePoll + 1;
         try {
           job.resolve(await job.run(this.io));
         } catch (err) {

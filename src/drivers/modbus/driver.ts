@@ -3,11 +3,11 @@
  * into planned poll groups, on-demand reads and writes through the same queue, and metrics.
  */
 import type { BusConfig, ResolvedDevice } from '../../config/types.js';
-import { GatewayError, unknownDevice, unknownPoint } from '../../core/errors.js';
+import { GatewayError, isDeviceFailure, isGatewayError, unknownDevice, unknownPoint } from '../../core/errors.js';
 import type { RawPointValue } from '../../protocol/modbus/codec.js';
 import type { PlanOptions } from '../../protocol/modbus/planner.js';
 import type { Driver, DriverContext, PointWrite, RawValue } from '../types.js';
-import { BusOwner, PRIORITY, type BusOwnerOptions } from './bus-owner.js';
+import { BusOwner, LinkDownError, PRIORITY, type BusOwnerOptions } from './bus-owner.js';
 import { DEFAULT_HEALTH, type HealthOptions } from './device-health.js';
 import { compileDevice, decodeResponse, planGroup, type CompiledDevice, type ModbusPoint } from './device-plan.js';
 import { Poller } from './poller.js';
@@ -73,13 +73,36 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     }));
   };
 
+  /**
+   * On-demand requests obey the dead-unit backoff the poller keeps (issue 11 item 2): a backed-off unit
+   * fails fast instead of holding the line for a timeout; their answers and timeouts feed the same health.
+   */
+  const guard = (d: CompiledDevice): void => {
+    const now = ctx.clock.mono();
+    if (d.health.degraded && now < d.health.probeAt) {
+      throw new GatewayError('UNIT_BACKED_OFF',
+        `unit ${d.unit} (${d.id}) on bus ${bus.id} is not answering; requests to it are paused, next try in ${Math.ceil((d.health.probeAt - now) / 1000)} s`);
+    }
+  };
+  const track = async <T>(d: CompiledDevice, work: () => Promise<T>): Promise<T> => {
+    try {
+      const out = await work();
+      d.health.answered();
+      return out;
+    } catch (err) {
+      if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') d.health.answered();
+      else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono());
+      throw err;
+    }
+  };
+
   const readPoints = async (d: CompiledDevice, points: readonly ModbusPoint[], errors?: Record<string, string>): Promise<Record<string, RawValue>> => {
     const values: Record<string, RawValue> = {};
     for (const request of planGroup(points, d.planOptions, 0)) {
       try {
-        const data = await owner.enqueue(PRIORITY.read, (io) =>
-          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, parts.retries),
-        );
+        const data = await track(d, () => owner.enqueue(PRIORITY.read, (io) =>
+          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, d.health.suspect ? 0 : parts.retries),
+        ));
         Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
       } catch (err) {
         if (!errors) throw err;
@@ -88,6 +111,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     }
     return values;
   };
+  /** Identical reads in flight share one request (ten dashboards asking for the same point cost one). */
+  const inflight = new Map<string, Promise<Record<string, RawValue>>>();
 
   return {
     busId: bus.id,
@@ -126,7 +151,15 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
 
     async read(deviceId: string, names: readonly string[]): Promise<Record<string, RawValue>> {
       const d = device(deviceId);
-      return readPoints(d, names.map((n) => d.points.get(n) ?? (() => { throw unknownPoint(n); })()));
+      const points = names.map((n) => d.points.get(n) ?? (() => { throw unknownPoint(n); })());
+      guard(d);
+      const key = `${deviceId}\u0000${[...names].sort().join('\u0000')}`;
+      let pending = inflight.get(key);
+      if (!pending) {
+        pending = readPoints(d, points).finally(() => inflight.delete(key));
+        inflight.set(key, pending);
+      }
+      return pending;
     },
 
     async probe(resolved) {
@@ -145,7 +178,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       const d = device(deviceId);
       const ops = planFor(deviceId, values); // throws INVALID_VALUE before anything is queued
       if (ops.length === 0) return;
-      await owner.enqueue(PRIORITY.write, (io) => executeWrites(io, d.unit, ops, parts.retries));
+      guard(d);
+      await track(d, () => owner.enqueue(PRIORITY.write, (io) => executeWrites(io, d.unit, ops, parts.retries)));
     },
 
     stats() {

@@ -1,0 +1,141 @@
+/**
+ * Bus fairness on the pymodbus rig (issue 11 item 2): while a client fires 20 readPoint/s over REST at a
+ * dead unit, each healthy unit on the same 9600-baud line keeps ≥ 90% of its unloaded poll rate, the
+ * requests to the dead unit fail fast (it is backed off), the queue stays bounded and memory flat;
+ * identical reads in flight share one request; past the bound a client gets `bus busy`.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateConfig } from '../../src/config/load.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { waitFor } from '../helpers/http.js';
+import { Rig, rigUnavailable, sleep } from './modbus-rig.js';
+
+const why = rigUnavailable();
+if (why) console.log(`SKIP: bus fairness tests: ${why}`);
+
+type BusStats = { bus: { queueDepth: number }; devices: Record<string, { requests: number; degraded: boolean }> };
+
+test('20 readPoint/s at a dead unit: healthy units keep >= 90% of their poll rate, the queue stays bounded', async () => {
+  if (why) return;
+  const rig = new Rig('1,2');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-fair-'));
+  let gw: Gateway | undefined;
+  try {
+    await rig.start();
+    const model = { points: [{ name: 'u', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } }] };
+    const raw = {
+      gateway: { id: 'f', data_dir: dir, log_level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '300ms' }],
+      models: { m: model },
+      devices: [
+        { id: 'a', model: 'm', bus: 'rs485', unit_id: 1, poll: '100ms' },
+        { id: 'b', model: 'm', bus: 'rs485', unit_id: 2, poll: '100ms' },
+        { id: 'dead', model: 'm', bus: 'rs485', unit_id: 9, poll: '1s' },
+      ],
+    };
+    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+    const g = gw;
+    const stats = (): BusStats => g.drivers.get('rs485')!.stats!() as BusStats;
+    await waitFor(() => stats().devices['dead']!.degraded, 10_000, 'the dead unit backed off by its own polls');
+    const polls = (): number[] => ['a', 'b'].map((id) => stats().devices[id]!.requests);
+    const rate = async (ms: number): Promise<number[]> => {
+      const p0 = polls();
+      await sleep(ms);
+      return polls().map((n, i) => ((n - p0[i]!) * 1000) / ms);
+    };
+    const unloaded = await rate(3000);
+
+    const answers = new Map<string, number>();
+    let maxQueue = 0;
+    const heap0 = process.memoryUsage().heapUsed;
+    let firing = true;
+    const inFlight = new Set<Promise<void>>();
+    const fire = async (): Promise<void> => {
+      while (firing) {
+        const p = fetch(`http://127.0.0.1:${g.httpPort}/api/v1/device/readPoint?id=dead&point=u`, { signal: AbortSignal.timeout(5000) })
+          .then((r) => r.json() as Promise<{ errorMsg: string }>)
+          .then((b) => {
+            const kind = b.errorMsg.replace(/\d+/g, 'N').replace(/\(\/tmp\/[^)]*\)/, '(pty)');
+            answers.set(kind, (answers.get(kind) ?? 0) + 1);
+          }, () => {
+            answers.set('request error', (answers.get('request error') ?? 0) + 1);
+          })
+          .finally(() => inFlight.delete(p));
+        inFlight.add(p);
+        maxQueue = Math.max(maxQueue, stats().bus.queueDepth);
+        await sleep(50);
+      }
+    };
+    const firing$ = fire();
+    const loaded = await rate(8000);
+    firing = false;
+    await firing$;
+    await Promise.all(inFlight);
+    const heapGrowth = (process.memoryUsage().heapUsed - heap0) / 1048576;
+    const ratios = loaded.map((r, i) => r / unloaded[i]!);
+    console.log(`  unloaded ${unloaded.map((r) => r.toFixed(1)).join(' / ')} polls/s; under 20 readPoint/s at the dead unit ` +
+      `${loaded.map((r) => r.toFixed(1)).join(' / ')} (${ratios.map((r) => `${Math.round(r * 100)}%`).join(', ')}); ` +
+      `max queue ${maxQueue}; heap ${heapGrowth >= 0 ? '+' : ''}${heapGrowth.toFixed(1)} MB; answers ${JSON.stringify([...answers])}`);
+    for (const r of ratios) assert.ok(r >= 0.9, `a healthy unit kept ${Math.round(r * 100)}% of its poll rate`);
+    assert.ok(maxQueue <= 20, `queue depth ${maxQueue}`);
+    const total = [...answers.values()].reduce((a, b) => a + b, 0);
+    assert.ok(total >= 100, `${total} requests answered`);
+    assert.ok([...answers.keys()].some((k) => /not answering; requests to it are paused/.test(k)), 'fail fast names the backoff');
+    assert.is(g.shadow.GetDeviceState('a'), 'Online');
+    assert.is(g.shadow.GetDeviceState('b'), 'Online');
+  } finally {
+    await gw?.stop();
+    await rig.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('identical reads in flight share one request; past the bound: bus busy', async () => {
+  if (why) return;
+  const rig = new Rig('1');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-fair2-'));
+  let gw: Gateway | undefined;
+  try {
+    await rig.start();
+    const raw = {
+      gateway: { id: 'f2', data_dir: dir, log_level: 'silent' },
+      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600 }],
+      models: { m: { points: [
+        { name: 'u', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } },
+        { name: 'v', type: 'float', modbus: { table: 'input', address: 0, data_type: 'float32' } },
+        { name: 'w', type: 'int', access: 'RW', modbus: { table: 'holding', address: 150, data_type: 'uint16' } },
+      ] } },
+      devices: [{ id: 'a', model: 'm', bus: 'rs485', unit_id: 1, poll: '1h' }],
+    };
+    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+    const g = gw;
+    await waitFor(() => g.shadow.GetDevicePoint('a', 'u') === 1, 5000, 'first poll');
+    const reqs = (): number => (g.drivers.get('rs485')!.stats!() as BusStats).devices['a']!.requests;
+    const before = reqs();
+    const same = await Promise.all(Array.from({ length: 10 }, () => g.io.readPoint('a', 'u')));
+    assert.equal(same, Array(10).fill(1));
+    assert.is(reqs() - before, 1, 'ten identical reads, one request');
+    // 40 writes at once: one on the wire, 16 waiting, the rest refused at once (bounded queue, memory flat).
+    const driver = g.drivers.get('rs485')!;
+    const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => driver.write('a', [{ name: 'w', value: i }])));
+    const busy = results.filter((r) => r.status === 'rejected' && /bus rs485 busy: 16 requests are already waiting/.test(String((r.reason as Error).message)));
+    const done = results.filter((r) => r.status === 'fulfilled');
+    console.log(`  40 writes at once: ${done.length} done, ${busy.length} refused as busy`);
+    assert.is(done.length, 17);
+    assert.is(busy.length, 23);
+    assert.is(g.shadow.GetDeviceState('a'), 'Online', 'busy is not a device failure');
+  } finally {
+    await gw?.stop();
+    await rig.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
