@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium
 
-.PHONY: run build test lint bench install deps system-deps clean dist image image-test
+.PHONY: run build test lint bench install deps system-deps clean dist image image-test reliability
 
 run: build
 	./dist/main.js run --config board/demo.json
@@ -41,6 +41,11 @@ image: build
 # Builds the image and boots it under qemu (about 15 minutes cold on 2 cores).
 image-test: build
 	bash scripts/image-test.sh
+
+# The field campaign (grows with issue 15): for now the SD image with 10 power cuts at random moments
+# inside the VM (make test runs 1 plus the deterministic one).
+reliability: build
+	SHADOWGATE_IMAGE_CUTS=10 bash scripts/image-test.sh
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
