@@ -14,6 +14,7 @@ import { MqttExporter, type Publish } from '../export/mqtt-exporter.js';
 import { RetainedStore } from '../export/retained-store.js';
 import { startShadowExport, validateShadowExport, type ShadowExport } from '../export/shadow-export.js';
 import { Topics, topicSafeDeviceId } from '../export/topics.js';
+import { settle } from '../util/settle.js';
 import { PartList } from './part.js';
 
 export type { ExportContext, MqttConfig, ShadowExportConfig, BridgeConfig, PointInfo, ShadowView } from '../export/context.js';
@@ -35,7 +36,6 @@ export function createExportPart(ctx: ExportContext): ExportPart {
   let bridge: Bridge | null = null;
   let exporter: MqttExporter | null = null;
   let shadowExport: ShadowExport | null = null;
-  const warn = (what: string) => (err: unknown): void => log.warn({ err }, `${what} failed`);
 
   const startMqtt = async (topics: Topics): Promise<Publish> => {
     const users = new UserDirectory(ctx.mqtt.users, ctx.mqtt.allow_anonymous);
@@ -66,11 +66,11 @@ export function createExportPart(ctx: ExportContext): ExportPart {
         topics,
         queueDir: join(ctx.dataDir, 'mqtt', 'bridge-queue'),
         log: log.child({ part: 'bridge' }),
-        publishLocal: (topic, payload) => void b.publish(topic, payload, { retain: true }).catch(warn('local publish')),
+        publishLocal: (topic, payload) => settle(b.publish(topic, payload, { retain: true }), log, 'local publish'),
         onSet: (device, payload) => void exporter?.handleSet(device, payload, { kind: 'bridge' }),
       });
     } else {
-      void b.publish(topics.bridgeState, '', { retain: true }).catch(warn('bridge state publish'));
+      settle(b.publish(topics.bridgeState, '', { retain: true }), log, 'bridge state publish');
     }
     const br = bridge;
     const publish: Publish = (topic, payload, retain) => {
