@@ -135,15 +135,17 @@ export class BusesPart implements Part<GatewayConfig> {
     return !same(before, now);
   }
 
-  /** Resolved devices of `next`, reusing the current object for a device whose config and model are unchanged. */
+  /**
+   * Resolved devices of `next`. An unchanged device keeps its very object (drivers leave it alone); one
+   * whose settings changed but whose model did not keeps its model object (its shadow is kept).
+   */
   private resolveKeeping(next: GatewayConfig): Map<string, ResolvedDevice> {
     const out = new Map<string, ResolvedDevice>();
     for (const d of resolveDevices(next)) {
       const cur = this.devices.get(d.config.id);
-      out.set(d.config.id, cur && same(cur.config, d.config) && same(cur.model, d.model) && cur.ttl === d.ttl ? cur : d);
-      // A model edited in place is a new model: compare by content, keep identity for unchanged ones.
-      const kept = out.get(d.config.id)!;
-      if (kept !== cur && cur && same(cur.model, d.model)) kept.model = cur.model;
+      if (!cur || !same(cur.model, d.model)) out.set(d.config.id, d);
+      else if (same(cur.config, d.config) && cur.ttl === d.ttl) out.set(d.config.id, cur);
+      else out.set(d.config.id, { ...d, model: cur.model, points: cur.points });
     }
     return out;
   }
