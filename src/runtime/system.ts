@@ -9,7 +9,6 @@ import type { LogRing } from '../util/log-ring.js';
 import type { BusesPart } from './buses.js';
 import { clockSynchronized } from './clock-sync.js';
 
-
 export interface SystemOptions {
   buses: BusesPart;
   dataDir: string;
