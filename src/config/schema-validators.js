@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -1152,7 +1152,7 @@ validate12.errors = vErrors;
 return errors === 0;
 }
 
-const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
+const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
 const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
 const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}};
 const pattern25 = new RegExp("^[0134][0-9]{4,5}$", "u");
@@ -2474,7 +2474,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "$schema") || (key0 === "name")) || (key0 === "manufacturer")) || (key0 === "description")) || (key0 === "points"))){
+if(!(((((((key0 === "$schema") || (key0 === "name")) || (key0 === "manufacturer")) || (key0 === "description")) || (key0 === "source")) || (key0 === "limits")) || (key0 === "points"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema32,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -2549,11 +2549,10 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data.points !== undefined){
-let data4 = data.points;
-if(Array.isArray(data4)){
-if(data4.length < 1){
-const err7 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data4};
+if(data.source !== undefined){
+let data4 = data.source;
+if(typeof data4 !== "string"){
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.source.type,parentSchema:schema32.properties.source,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2562,16 +2561,13 @@ vErrors.push(err7);
 }
 errors++;
 }
-const len0 = data4.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate15(data4[i0], {instancePath:instancePath+"/points/" + i0,parentData:data4,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data4};
+if(data.limits !== undefined){
+let data5 = data.limits;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+for(const key1 in data5){
+if(!(key1 === "max_registers")){
+const err8 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.limits,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2581,14 +2577,93 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(data5.max_registers !== undefined){
+let data6 = data5.max_registers;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err9 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_registers.type,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 125 || isNaN(data6)){
+const err10 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data6 < 1 || isNaN(data6)){
+const err11 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.limits.type,parentSchema:schema32.properties.limits,data:data5};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.points !== undefined){
+let data7 = data.points;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err13 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data7};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate15(data7[i0], {instancePath:instancePath+"/points/" + i0,parentData:data7,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data7};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
 }
 errors++;
 }
@@ -4930,7 +5005,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "$schema") || (key0 === "name")) || (key0 === "manufacturer")) || (key0 === "description")) || (key0 === "points"))){
+if(!(((((((key0 === "$schema") || (key0 === "name")) || (key0 === "manufacturer")) || (key0 === "description")) || (key0 === "source")) || (key0 === "limits")) || (key0 === "points"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema32,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -5005,11 +5080,10 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data.points !== undefined){
-let data4 = data.points;
-if(Array.isArray(data4)){
-if(data4.length < 1){
-const err7 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data4};
+if(data.source !== undefined){
+let data4 = data.source;
+if(typeof data4 !== "string"){
+const err7 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.source.type,parentSchema:schema32.properties.source,data:data4};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -5018,16 +5092,13 @@ vErrors.push(err7);
 }
 errors++;
 }
-const len0 = data4.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate15(data4[i0], {instancePath:instancePath+"/points/" + i0,parentData:data4,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data4};
+if(data.limits !== undefined){
+let data5 = data.limits;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+for(const key1 in data5){
+if(!(key1 === "max_registers")){
+const err8 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.limits,data:data5};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5037,14 +5108,93 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(data5.max_registers !== undefined){
+let data6 = data5.max_registers;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err9 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_registers.type,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 125 || isNaN(data6)){
+const err10 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data6 < 1 || isNaN(data6)){
+const err11 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.limits.type,parentSchema:schema32.properties.limits,data:data5};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.points !== undefined){
+let data7 = data.points;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err13 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data7};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+const len0 = data7.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate15(data7[i0], {instancePath:instancePath+"/points/" + i0,parentData:data7,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data7};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
 }
 errors++;
 }

@@ -56,6 +56,10 @@ export interface ModelConfig {
   name: string;
   manufacturer?: string;
   description?: string;
+  /** Where the register map comes from (document and version, or the open-source driver). */
+  source?: string;
+  /** What the device tolerates (its protocol document); the planner obeys it. */
+  limits?: { max_registers?: number };
   points: PointConfig[];
 }
 

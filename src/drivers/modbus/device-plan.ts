@@ -58,7 +58,9 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
   const problems: string[] = [];
   const unit = cfg.unit_id ?? 1;
   if (!Number.isInteger(unit) || unit < 0 || unit > 255) problems.push(`unit_id ${String(unit)} is out of range (1..247 on RS-485)`);
-  const deviceCap = typeof cfg['max_registers'] === 'number' ? (cfg['max_registers'] as number) : undefined;
+  // The device's own limit (its model, from the manufacturer's document) and the integrator's narrowing.
+  const caps = [cfg['max_registers'], device.model.limits?.max_registers].filter((n): n is number => typeof n === 'number');
+  const deviceCap = caps.length > 0 ? Math.min(...caps) : undefined;
   const planOptions: PlanOptions = {
     ...busOptions,
     // The planner caps at the protocol's 125; a device may narrow the bus's cap.

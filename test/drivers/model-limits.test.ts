@@ -1,0 +1,60 @@
+/**
+ * Issue 12 (first part): a model says what its device tolerates (`limits.max_registers`, from the
+ * manufacturer's document) and the read planner obeys it. The default plan of EVERY library Modbus model —
+ * at 9600 baud with the bus's default limit of 125 — stays within its documented limit; the SDM630, which
+ * Eastron limits to 60 registers per request, was planned as one 76-register read.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { resolveDevices, validateConfig } from '../../src/config/load.js';
+import { DEFAULT_HEALTH } from '../../src/drivers/modbus/device-health.js';
+import { compileDevice } from '../../src/drivers/modbus/device-plan.js';
+import { rtuCostModel } from '../../src/protocol/modbus/wire-cost.js';
+
+function plans(): { model: string; limit: number; largest: number; requests: number }[] {
+  const base = validateConfig({}, { env: {} });
+  const modbusModels = Object.entries(base.models).filter(([, m]) => m.points.some((p) => p.modbus));
+  const config = validateConfig({
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+    devices: modbusModels.map(([name], i) => ({ id: `d${i}`, model: name, bus: 'rs485', unit_id: 1 + (i % 247) })),
+  }, { env: {}, checkers: [] });
+  const bus = config.buses[0] as unknown as { max_registers: number };
+  return resolveDevices(config).map((d) => {
+    const compiled = compileDevice(d, { cost: rtuCostModel(9600), maxRegisters: bus.max_registers, maxGap: 'auto' }, DEFAULT_HEALTH);
+    const requests = compiled.groups.flatMap((g) => g.requests);
+    return {
+      model: d.config.model,
+      limit: d.model.limits?.max_registers ?? 125,
+      largest: Math.max(...requests.map((r) => (r.table === 'coil' || r.table === 'discrete' ? 0 : r.count))),
+      requests: requests.length,
+    };
+  });
+}
+
+test('every library Modbus model: its default plan stays within the limit its device documents', () => {
+  const all = plans();
+  assert.ok(all.length >= 10, `${all.length} Modbus models`);
+  for (const p of all) assert.ok(p.largest <= p.limit, `${p.model}: a read of ${p.largest} registers, the device takes ${p.limit}`);
+});
+
+test('the SDM630 declares Eastron\'s 60-register limit and is read in requests of at most 60', () => {
+  const sdm630 = plans().find((p) => p.model === 'eastron-sdm630')!;
+  assert.is(sdm630.limit, 60);
+  assert.ok(sdm630.largest <= 60 && sdm630.largest > 30, `largest read ${sdm630.largest}`);
+});
+
+test('a device config can narrow the model\'s limit, never widen it', () => {
+  const config = validateConfig({
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+    devices: [
+      { id: 'narrow', model: 'eastron-sdm630', bus: 'rs485', unit_id: 1, max_registers: 20 },
+      { id: 'wide', model: 'eastron-sdm630', bus: 'rs485', unit_id: 2, max_registers: 125 },
+    ],
+  }, { env: {}, checkers: [] });
+  const largest = resolveDevices(config).map((d) => Math.max(...compileDevice(d, { cost: rtuCostModel(9600), maxRegisters: 125, maxGap: 'auto' }, DEFAULT_HEALTH)
+    .groups.flatMap((g) => g.requests).map((r) => r.count)));
+  assert.ok(largest[0]! <= 20, `narrowed: ${largest[0]}`);
+  assert.ok(largest[1]! <= 60, `not widened: ${largest[1]}`);
+});
+
+test.run();
