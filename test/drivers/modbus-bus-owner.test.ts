@@ -78,6 +78,22 @@ test('writes overtake queued polls, reads overtake polls', async () => {
   }
 });
 
+test('under a stream of on-demand reads, a waiting poll goes next after every two (polls keep a third of the line)', async () => {
+  const link = new FakeLink();
+  const bus = owner(link);
+  await bus.start();
+  try {
+    const order: string[] = [];
+    const job = (tag: string, p: 0 | 1 | 2) => bus.enqueue(p, async (io) => { await io.request(1, { fc: 3, address: 0, count: 1 }); order.push(tag); });
+    const jobs = [job('poll1', PRIORITY.poll), job('poll2', PRIORITY.poll), job('poll3', PRIORITY.poll)];
+    for (let i = 1; i <= 6; i++) jobs.push(job(`r${i}`, PRIORITY.read));
+    await Promise.all(jobs);
+    assert.equal(order, ['poll1', 'r1', 'r2', 'poll2', 'r3', 'r4', 'poll3', 'r5', 'r6']);
+  } finally {
+    await bus.stop();
+  }
+});
+
 test('timeouts are typed, drained, retried; exceptions are typed and not retried', async () => {
   const link = new FakeLink();
   link.behaviour = (u) => (u === 9 ? 'timeout' : u === 8 ? 'exception' : 'ok');

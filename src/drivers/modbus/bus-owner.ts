@@ -17,6 +17,9 @@ export const PRIORITY = { write: 0, read: 1, poll: 2 } as const;
  * line answers would otherwise grow the queue (and memory) without end; past this it gets `bus busy`.
  */
 export const MAX_WAITING = 16;
+
+/** On-demand jobs (writes, reads) that may run in a row while a poll waits: a short burst keeps its priority. */
+export const ON_DEMAND_IN_A_ROW = 2;
 export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
 
 export interface BusOwnerOptions {
@@ -148,10 +151,10 @@ export class BusOwner {
     try {
       let sincePoll = 0;
       for (;;) {
-        // Writes, then on-demand reads, then polls — but a waiting poll goes next after every on-demand
-        // job, so polls keep at least half of the line however hard clients push (issue 11 item 2).
+        // Writes, then on-demand reads, then polls — but after ON_DEMAND_IN_A_ROW on-demand jobs a waiting
+        // poll goes next, so polls keep a third of the line however hard clients push (issue 11 item 2).
         const polls = this.queues[PRIORITY.poll]!;
-        const job = sincePoll >= 1 && polls.length > 0 ? polls.shift() : this.queues.find((q) => q.length > 0)?.shift();
+        const job = sincePoll >= ON_DEMAND_IN_A_ROW && polls.length > 0 ? polls.shift() : this.queues.find((q) => q.length > 0)?.shift();
         if (!job) break;
         sincePoll = job.priority === PRIORITY.poll ? 0 : sincePoll + 1;
         try {
