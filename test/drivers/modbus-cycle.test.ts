@@ -3,16 +3,12 @@
  * and coil tables) lands as ONE shadow update per cycle — one dataChange with every point, one MQTT state
  * message — and a cycle with failed requests is one failure, not one per request.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { validateConfig } from '../../src/config/load.js';
 import { createModbusRtuDriverWith } from '../../src/drivers/modbus-rtu.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { collect, connectClient, endClient } from '../export/helpers.js';
+import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
 import { context, device, FakeSink, freePort, point, Rig, rigUnavailable, rtuBus, sleep } from './modbus-rig.js';
 
 const why = rigUnavailable();
@@ -26,22 +22,11 @@ const points = [
 
 test('three requests per cycle: one dataChange with every point and one MQTT state per cycle', async () => {
   if (why) return;
-  const rig = new Rig('1');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-cycle-'));
-  let gw: Gateway | undefined;
-  try {
-    await rig.start();
-    const raw = {
-      gateway: { id: 'cy', data_dir: dir, log_level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: await freePort(), ws_port: await freePort() },
-      history: { enable: false },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master }],
-      models: { m: { points } },
-      devices: [{ id: 'meter', model: 'm', bus: 'rs485', unit_id: 1, poll: '250ms' }],
-    };
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const g = gw;
+  await withRigGateway('1', async (rig, dir) => rigConfig(dir, rig, {
+    mqtt: { host: '127.0.0.1', port: await freePort(), ws_port: await freePort() },
+    models: { m: { points } },
+    devices: [{ id: 'meter', model: 'm', bus: 'rs485', unit_id: 1, poll: '250ms' }],
+  }), async (g) => {
     const events: string[][] = [];
     g.shadow.bus.on(events, 'dataChange', (e) => e.id === 'meter' && events.push(e.values.map((v) => v.name).sort()));
     const sub = await connectClient(`mqtt://127.0.0.1:${g.mqttPort}`);
@@ -62,11 +47,7 @@ test('three requests per cycle: one dataChange with every point and one MQTT sta
       g.shadow.bus.off(events);
       await endClient(sub);
     }
-  } finally {
-    await gw?.stop();
-    await rig.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a dead unit read in three requests: one failure per cycle', async () => {

@@ -4,16 +4,11 @@
  * requests to the dead unit fail fast (it is backed off), the queue stays bounded and memory flat;
  * identical reads in flight share one request; past the bound a client gets `bus busy`.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { validateConfig } from '../../src/config/load.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/util/logger.js';
 import { waitFor } from '../helpers/http.js';
-import { Rig, rigUnavailable, sleep } from './modbus-rig.js';
+import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
+import { rigUnavailable, sleep } from './modbus-rig.js';
 
 const why = rigUnavailable();
 if (why) console.log(`SKIP: bus fairness tests: ${why}`);
@@ -22,25 +17,16 @@ type BusStats = { bus: { queueDepth: number }; devices: Record<string, { request
 
 test('20 readPoint/s at a dead unit: healthy units keep >= 90% of their poll rate, the queue stays bounded', async () => {
   if (why) return;
-  const rig = new Rig('1,2');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-fair-'));
-  let gw: Gateway | undefined;
-  try {
-    await rig.start();
-    const model = { points: [{ name: 'u', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } }] };
-    const raw = {
-      gateway: { id: 'f', data_dir: dir, log_level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '300ms' }],
-      models: { m: model },
-      devices: [
-        { id: 'a', model: 'm', bus: 'rs485', unit_id: 1, poll: '100ms' },
-        { id: 'b', model: 'm', bus: 'rs485', unit_id: 2, poll: '100ms' },
-        { id: 'dead', model: 'm', bus: 'rs485', unit_id: 9, poll: '1s' },
-      ],
-    };
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const g = gw;
+  const model = { points: [{ name: 'u', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } }] };
+  await withRigGateway('1,2', (rig, dir) => rigConfig(dir, rig, {
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '300ms' }],
+    models: { m: model },
+    devices: [
+      { id: 'a', model: 'm', bus: 'rs485', unit_id: 1, poll: '100ms' },
+      { id: 'b', model: 'm', bus: 'rs485', unit_id: 2, poll: '100ms' },
+      { id: 'dead', model: 'm', bus: 'rs485', unit_id: 9, poll: '1s' },
+    ],
+  }), async (g) => {
     const stats = (): BusStats => g.drivers.get('rs485')!.stats!() as BusStats;
     await waitFor(() => stats().devices['dead']!.degraded, 10_000, 'the dead unit backed off by its own polls');
     const polls = (): number[] => ['a', 'b'].map((id) => stats().devices[id]!.requests);
@@ -89,33 +75,19 @@ test('20 readPoint/s at a dead unit: healthy units keep >= 90% of their poll rat
     assert.ok([...answers.keys()].some((k) => /not answering; requests to it are paused/.test(k)), 'fail fast names the backoff');
     assert.is(g.shadow.GetDeviceState('a'), 'Online');
     assert.is(g.shadow.GetDeviceState('b'), 'Online');
-  } finally {
-    await gw?.stop();
-    await rig.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('identical reads in flight share one request; past the bound: bus busy', async () => {
   if (why) return;
-  const rig = new Rig('1');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-fair2-'));
-  let gw: Gateway | undefined;
-  try {
-    await rig.start();
-    const raw = {
-      gateway: { id: 'f2', data_dir: dir, log_level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600 }],
-      models: { m: { points: [
-        { name: 'u', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } },
-        { name: 'v', type: 'float', modbus: { table: 'input', address: 0, data_type: 'float32' } },
-        { name: 'w', type: 'int', access: 'RW', modbus: { table: 'holding', address: 150, data_type: 'uint16' } },
-      ] } },
-      devices: [{ id: 'a', model: 'm', bus: 'rs485', unit_id: 1, poll: '1h' }],
-    };
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const g = gw;
+  await withRigGateway('1', (rig, dir) => rigConfig(dir, rig, {
+    models: { m: { points: [
+      { name: 'u', type: 'int', modbus: { table: 'holding', address: 24, data_type: 'uint16' } },
+      { name: 'v', type: 'float', modbus: { table: 'input', address: 0, data_type: 'float32' } },
+      { name: 'w', type: 'int', access: 'RW', modbus: { table: 'holding', address: 150, data_type: 'uint16' } },
+    ] } },
+    devices: [{ id: 'a', model: 'm', bus: 'rs485', unit_id: 1, poll: '1h' }],
+  }), async (g) => {
     await waitFor(() => g.shadow.GetDevicePoint('a', 'u') === 1, 5000, 'first poll');
     const reqs = (): number => (g.drivers.get('rs485')!.stats!() as BusStats).devices['a']!.requests;
     const before = reqs();
@@ -131,11 +103,7 @@ test('identical reads in flight share one request; past the bound: bus busy', as
     assert.is(done.length, 17);
     assert.is(busy.length, 23);
     assert.is(g.shadow.GetDeviceState('a'), 'Online', 'busy is not a device failure');
-  } finally {
-    await gw?.stop();
-    await rig.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test.run();

@@ -4,44 +4,29 @@
  * its availability `online` and its write value untouched. A Modbus exception to a write is an answer from
  * a live device: refused, but no failure toward offline (DESIGN §3 rule 10).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hashPassword } from '../../src/export/auth.js';
-import { validateConfig } from '../../src/config/load.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/util/logger.js';
-import { freePort, Rig, rigUnavailable } from '../drivers/modbus-rig.js';
+import { freePort, rigUnavailable } from '../drivers/modbus-rig.js';
 import { collect, connectClient, endClient, withTimeout } from '../export/helpers.js';
 import { call, waitFor } from '../helpers/http.js';
+import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
 
 const why = rigUnavailable();
 if (why) console.log(`SKIP: bad-write tests: ${why}`);
 
 test('typos (70000 into an int16) are refused before storing or sending; the device stays online everywhere', async () => {
   if (why) return;
-  const rig = new Rig('1');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-badw-'));
-  let gw: Gateway | undefined;
-  try {
-    await rig.start();
-    const raw = {
-      gateway: { id: 'bw', data_dir: dir, log_level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 },
-      mqtt: { host: '127.0.0.1', port: await freePort(), ws_port: await freePort(), allow_anonymous: true,
-        users: [{ username: 'w', password_hash: await hashPassword('w-pass'), can_write: true }] },
-      history: { enable: false },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, timeout: '200ms' }],
-      models: { box: { points: [
-        { name: 'setpoint', type: 'int', access: 'RW', modbus: { table: 'holding', address: 0, data_type: 'int16' } },
-        { name: 'ghost', type: 'int', access: 'W', modbus: { table: 'holding', address: 300, data_type: 'uint16' } },
-      ] } },
-      devices: [{ id: 'd1', model: 'box', bus: 'rs485', unit_id: 1, poll: '200ms' }],
-    };
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const g = gw;
+  await withRigGateway('1', async (rig, dir) => rigConfig(dir, rig, {
+    mqtt: { host: '127.0.0.1', port: await freePort(), ws_port: await freePort(), allow_anonymous: true,
+      users: [{ username: 'w', password_hash: await hashPassword('w-pass'), can_write: true }] },
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, timeout: '200ms' }],
+    models: { box: { points: [
+      { name: 'setpoint', type: 'int', access: 'RW', modbus: { table: 'holding', address: 0, data_type: 'int16' } },
+      { name: 'ghost', type: 'int', access: 'W', modbus: { table: 'holding', address: 300, data_type: 'uint16' } },
+    ] } },
+    devices: [{ id: 'd1', model: 'box', bus: 'rs485', unit_id: 1, poll: '200ms' }],
+  }), async (g) => {
     await waitFor(() => g.shadow.GetDeviceState('d1') === 'Online', 5000, 'd1 online');
     const sub = await connectClient(`mqtt://127.0.0.1:${g.mqttPort}`);
     const seen = await collect(sub, 'shadowgate/d1/availability');
@@ -74,11 +59,7 @@ test('typos (70000 into an int16) are refused before storing or sending; the dev
       await endClient(sub);
       await endClient(writer);
     }
-  } finally {
-    await gw?.stop();
-    await rig.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test.run();

@@ -13,15 +13,29 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { call, waitFor } from '../helpers/http.js';
 
-test('unsynchronized clock: health says so, and restored values are not served as fresh', async () => {
+/**
+ * A temp dir with a timesyncd flag directory that SHADOWGATE_TIMESYNC_FLAG points at (the flag file itself
+ * absent: not synchronized); `cleanup` runs first (the gateway stops before its data dir goes).
+ */
+async function withTimesyncFlag(fn: (dir: string, flag: string) => Promise<void>, cleanup: () => Promise<void> | undefined): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-clock-'));
-  const flagDir = path.join(dir, 'timesync');
-  const flag = path.join(flagDir, 'synchronized');
+  const flag = path.join(dir, 'timesync', 'synchronized');
   const saved = process.env.SHADOWGATE_TIMESYNC_FLAG;
   process.env.SHADOWGATE_TIMESYNC_FLAG = flag;
-  let gw: Gateway | undefined;
   try {
-    await mkdir(flagDir);
+    await mkdir(path.dirname(flag));
+    await fn(dir, flag);
+  } finally {
+    await cleanup();
+    if (saved === undefined) delete process.env.SHADOWGATE_TIMESYNC_FLAG;
+    else process.env.SHADOWGATE_TIMESYNC_FLAG = saved;
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test('unsynchronized clock: health says so, and restored values are not served as fresh', async () => {
+  let gw: Gateway | undefined;
+  await withTimesyncFlag(async (dir, flag) => {
     await writeFile(flag, '');
     const raw = {
       gateway: { id: 'c', data_dir: path.join(dir, 'data'), log_level: 'silent' },
@@ -54,23 +68,12 @@ test('unsynchronized clock: health says so, and restored values are not served a
     assert.is(g2.shadow.GetDeviceRecord('d')!.points[0]!.value, 7, 'still shown with its saved time');
     g2.shadow.CheckTTL();
     assert.is(g2.shadow.GetDeviceState('d'), 'Offline');
-  } finally {
-    await gw?.stop();
-    if (saved === undefined) delete process.env.SHADOWGATE_TIMESYNC_FLAG;
-    else process.env.SHADOWGATE_TIMESYNC_FLAG = saved;
-    await rm(dir, { recursive: true, force: true });
-  }
+  }, () => gw?.stop());
 });
 
 test('history written before the clock synchronizes is flagged unsynced; after it, not', async () => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-clock-h-'));
-  const flagDir = path.join(dir, 'timesync');
-  const flag = path.join(flagDir, 'synchronized');
-  const saved = process.env.SHADOWGATE_TIMESYNC_FLAG;
-  process.env.SHADOWGATE_TIMESYNC_FLAG = flag;
   let gw: Gateway | undefined;
-  try {
-    await mkdir(flagDir);
+  await withTimesyncFlag(async (dir, flag) => {
     const raw = {
       gateway: { id: 'h', data_dir: path.join(dir, 'data'), log_level: 'silent' },
       http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false },
@@ -93,12 +96,7 @@ test('history written before the clock synchronizes is flagged unsynced; after i
     assert.ok(rows.slice(firstClean).every((r) => !r.unsynced), 'flags end when the clock synchronizes');
     const agg = (await call<Row[]>(port, '/api/v1/history/aggregate?device=d&point=n&function=count&interval=1h')).body.data;
     assert.ok(agg.length >= 1 && agg.some((b) => b.unsynced), 'a bucket holding unsynced samples says so');
-  } finally {
-    await gw?.stop();
-    if (saved === undefined) delete process.env.SHADOWGATE_TIMESYNC_FLAG;
-    else process.env.SHADOWGATE_TIMESYNC_FLAG = saved;
-    await rm(dir, { recursive: true, force: true });
-  }
+  }, () => gw?.stop());
 });
 
 test.run();

@@ -3,16 +3,11 @@
  * scan the running bus for unit ids, test-read a device before saving it, save it live; the device
  * already on the bus keeps polling throughout, and the new one is polled without a restart.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { validateConfig } from '../../src/config/load.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/util/logger.js';
-import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
+import { rigUnavailable } from '../drivers/modbus-rig.js';
 import { call, waitFor } from '../helpers/http.js';
+import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
 
 const why = rigUnavailable();
 if (why) console.log(`SKIP: live Modbus configuration tests: ${why}`);
@@ -26,20 +21,11 @@ const model = {
 
 test('scan, test read and save a meter on a running RTU bus; the meter already there never stops', async () => {
   if (why) return;
-  const rig = new Rig('1,2');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-live-mb-'));
-  let gw: Gateway | undefined;
-  try {
-    await rig.start();
-    const raw = {
-      gateway: { id: 'live-mb', data_dir: dir, log_level: 'silent' },
-      http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '200ms' }],
-      models: { meter: model },
-      devices: [{ id: 'm1', model: 'meter', bus: 'rs485', unit_id: 1, poll: '100ms' }],
-    };
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const g = gw;
+  await withRigGateway('1,2', (rig, dir) => rigConfig(dir, rig, {
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '200ms' }],
+    models: { meter: model },
+    devices: [{ id: 'm1', model: 'meter', bus: 'rs485', unit_id: 1, poll: '100ms' }],
+  }), async (g) => {
     const port = g.httpPort;
     await waitFor(() => g.shadow.GetDevicePoint('m1', 'unit_no') === 1, 5000, 'm1 polled');
     const polls = (): number => ((g.drivers.get('rs485')!.stats!() as { devices: Record<string, { requests: number }> }).devices['m1']?.requests ?? 0);
@@ -71,11 +57,7 @@ test('scan, test read and save a meter on a running RTU bus; the meter already t
     assert.is(g.shadow.GetDeviceState('m1'), 'Online');
     const buses = await call<{ id: string; running: boolean }[]>(port, '/api/v1/buses');
     assert.equal(buses.body.data.map((b) => [b.id, b.running]), [['rs485', true]]);
-  } finally {
-    await gw?.stop();
-    await rig.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test.run();
