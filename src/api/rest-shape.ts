@@ -16,6 +16,8 @@ export interface RestDevicePoint {
   write_value: Value | null;
   updated_at: string;
   write_time: string;
+  /** Only when the device reported "not available" for the point: why value is null. */
+  reason?: string;
 }
 
 export interface RestDevice {
@@ -47,13 +49,17 @@ export function formatLocalTime(time: number | string): string {
 }
 
 /** From the seed's internal point (ISO times) or a record (epoch ms): the same REST point. */
-export const toRestPoint = (p: DevicePoint | PointRecord): RestDevicePoint => ({
-  name: p.name,
-  value: p.value,
-  write_value: p.writeValue,
-  updated_at: formatLocalTime(p.updatedAt),
-  write_time: formatLocalTime(p.writeAt),
-});
+export function toRestPoint(p: DevicePoint | PointRecord): RestDevicePoint {
+  const r: RestDevicePoint = {
+    name: p.name,
+    value: p.value,
+    write_value: p.writeValue,
+    updated_at: formatLocalTime(p.updatedAt),
+    write_time: formatLocalTime(p.writeAt),
+  };
+  if (p.reason !== undefined) r.reason = p.reason;
+  return r;
+}
 
 export const toRestDevice = (d: Device | DeviceRecord): RestDevice => ({
   id: d.id,

@@ -2,7 +2,7 @@
  * Checks inside one model that JSON Schema cannot express: unique point names, exactly one driver block,
  * Modbus data type vs point type, reference-notation addresses (converted to 0-based numbers here, in place).
  */
-import { parseReference } from '../protocol/modbus/address.js';
+import { parseHexAddress, parseReference } from '../protocol/modbus/address.js';
 import { blockProblems } from '../protocol/modbus/block-check.js';
 import type { ModbusBlock } from '../protocol/modbus/types.js';
 
@@ -28,8 +28,11 @@ function checkModbusBlock(point: Obj, block: Obj, at: (key: string) => string, p
       block.address = ref.address;
     }
   }
+  if (typeof block.address === 'string' && parseHexAddress(block.address) !== null) block.address = parseHexAddress(block.address);
   if (typeof block.data_type !== 'string' || typeof block.table !== 'string') return;
-  const found = blockProblems(block as unknown as ModbusBlock, typeof point.type === 'string' ? point.type : undefined);
+  // A coded point (`values`) reads a number off the wire whatever the meaning's type is.
+  const pointType = typeof point.type !== 'string' ? undefined : isObj(point.values) ? 'int' : point.type;
+  const found = blockProblems(block as unknown as ModbusBlock, pointType);
   for (const { key, message } of found) problems.push(`${at(key)}: ${message}`);
 }
 
@@ -62,6 +65,39 @@ export function checkModel(model: unknown, at: At): string[] {
     if (point.poll === 0) problems.push(`${p('.poll')}: must be greater than 0`);
     if (isObj(point.modbus)) checkModbusBlock(point, point.modbus, (key) => p(`.modbus.${key}`), problems);
     if (isObj(point.sim)) checkSimBlock(point.sim, (key) => p(`.sim.${key}`), problems);
+    checkDeviceMarkers(model, point, p, problems);
   });
   return problems;
+}
+
+const WIDE_BITS = new Set(['int32', 'uint32']);
+
+/** The model fields about a real device's own encodings (docs/model-fields.md) that the schema cannot tie together. */
+function checkDeviceMarkers(model: Obj, point: Obj, p: (rest: string) => string, problems: string[]): void {
+  const writable = point.access === 'W' || point.access === 'RW';
+  const mb = isObj(point.modbus) ? point.modbus : undefined;
+  if (mb && mb.bit !== undefined && typeof mb.data_type === 'string' && WIDE_BITS.has(mb.data_type) && writable) {
+    problems.push(`${p('.access')}: a bit field in a 32-bit register is read-only (access "R")`);
+  }
+  if (mb && mb.sunspec_model !== undefined) {
+    if (!isObj(model.sunspec)) problems.push(`${p('.modbus.sunspec_model')}: needs the model's "sunspec" (where to look for the "SunS" marker)`);
+    if (mb.table !== 'holding') problems.push(`${p('.modbus.table')}: SunSpec points are holding registers`);
+  }
+  if (isObj(point.values)) {
+    const wantText = point.type === 'string';
+    for (const [code, meaning] of Object.entries(point.values)) {
+      if ((typeof meaning === 'string') !== wantText) {
+        problems.push(`${p(`.values.${code}`)}: must be ${wantText ? 'text' : 'a number'} for a point of type "${String(point.type)}"`);
+      }
+    }
+    if (point.scale_factor !== undefined) problems.push(`${p('.values')}: a coded point cannot also have a scale_factor`);
+  }
+  if (typeof point.scale_factor === 'string') {
+    const points = (model.points as unknown[]).filter(isObj);
+    const sf = points.find((q) => q.name === point.scale_factor);
+    if (!sf) problems.push(`${p('.scale_factor')}: no point named "${point.scale_factor}" in this model`);
+    else if (sf === point) problems.push(`${p('.scale_factor')}: a point cannot scale itself`);
+    else if ((sf.poll ?? null) !== (point.poll ?? null)) problems.push(`${p('.scale_factor')}: "${point.scale_factor}" must be polled with this point (same poll)`);
+    if (writable) problems.push(`${p('.access')}: a point with a scale_factor is read-only (access "R")`);
+  }
 }

@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -70,11 +70,11 @@ const pattern2 = new RegExp("^(mqtts?|wss?|tcp|tls)://.+", "u");
 const pattern4 = new RegExp("^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$", "u");
 const pattern10 = new RegExp("^https?://.+", "u");
 const pattern13 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
-const pattern32 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
-const pattern33 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
-const pattern34 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
-const pattern35 = new RegExp("^[A-Z]{2}$", "u");
-const pattern36 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
+const pattern34 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
+const pattern35 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern36 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
+const pattern37 = new RegExp("^[A-Z]{2}$", "u");
+const pattern38 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
 const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
 const pattern16 = new RegExp("^auto$", "u");
 
@@ -1152,12 +1152,14 @@ validate12.errors = vErrors;
 return errors === 0;
 }
 
-const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
-const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
-const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire), or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^[0134][0-9]{4,5}$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within a 16-bit register (0 = least significant); int16/uint16 only.","type":"integer","minimum":0,"maximum":15},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"}}};
-const pattern25 = new RegExp("^[0134][0-9]{4,5}$", "u");
+const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
+const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
+const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1}}};
+const pattern24 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
+const pattern25 = new RegExp("^-?[0-9]+$", "u");
+const pattern27 = new RegExp("^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$", "u");
 const schema37 = {"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}};
-const pattern26 = new RegExp("^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$", "u");
+const pattern28 = new RegExp("^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1236,7 +1238,7 @@ errors++;
 }
 }
 if(typeof data0 === "string"){
-if(!pattern26.test(data0)){
+if(!pattern28.test(data0)){
 const err6 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/pattern",keyword:"pattern",params:{pattern: "^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},message:"must match pattern \""+"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"+"\"",schema:"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$",parentSchema:schema37.properties.pin,data:data0};
 if(vErrors === null){
 vErrors = [err6];
@@ -2110,9 +2112,10 @@ vErrors.push(err8);
 errors++;
 }
 }
-let data5 = data.scale;
-if(!((typeof data5 == "number") && (isFinite(data5)))){
-const err9 = {instancePath:instancePath+"/scale",schemaPath:"#/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.scale.type,parentSchema:schema33.properties.scale,data:data5};
+if(data.unverified !== undefined){
+let data5 = data.unverified;
+if(typeof data5 !== "string"){
+const err9 = {instancePath:instancePath+"/unverified",schemaPath:"#/properties/unverified/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.unverified.type,parentSchema:schema33.properties.unverified,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2121,9 +2124,10 @@ vErrors.push(err9);
 }
 errors++;
 }
-let data6 = data.offset;
+}
+let data6 = data.scale;
 if(!((typeof data6 == "number") && (isFinite(data6)))){
-const err10 = {instancePath:instancePath+"/offset",schemaPath:"#/properties/offset/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.offset.type,parentSchema:schema33.properties.offset,data:data6};
+const err10 = {instancePath:instancePath+"/scale",schemaPath:"#/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.scale.type,parentSchema:schema33.properties.scale,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2132,10 +2136,9 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.decimals !== undefined){
-let data7 = data.decimals;
-if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err11 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.properties.decimals.type,parentSchema:schema33.properties.decimals,data:data7};
+let data7 = data.offset;
+if(!((typeof data7 == "number") && (isFinite(data7)))){
+const err11 = {instancePath:instancePath+"/offset",schemaPath:"#/properties/offset/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.offset.type,parentSchema:schema33.properties.offset,data:data7};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2144,9 +2147,10 @@ vErrors.push(err11);
 }
 errors++;
 }
-if((typeof data7 == "number") && (isFinite(data7))){
-if(data7 > 10 || isNaN(data7)){
-const err12 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema33.properties.decimals,data:data7};
+if(data.decimals !== undefined){
+let data8 = data.decimals;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err12 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.properties.decimals.type,parentSchema:schema33.properties.decimals,data:data8};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2155,8 +2159,9 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data7 < 0 || isNaN(data7)){
-const err13 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema33.properties.decimals,data:data7};
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 > 10 || isNaN(data8)){
+const err13 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema33.properties.decimals,data:data8};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2165,13 +2170,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-}
-if(data.poll !== undefined){
-let data8 = data.poll;
-if(typeof data8 === "string"){
-if(!pattern4.test(data8)){
-const err14 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data8};
+if(data8 < 0 || isNaN(data8)){
+const err14 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema33.properties.decimals,data:data8};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2181,8 +2181,16 @@ vErrors.push(err14);
 errors++;
 }
 }
-else {
-const err15 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data8};
+}
+if(data.invalid !== undefined){
+let data9 = data.invalid;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+let data10 = data9[i0];
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.raw === undefined){
+const err15 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "raw"},message:"must have required property '"+"raw"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data10};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2191,10 +2199,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-let data9 = data.report;
-if(!((data9 === "change") || (data9 === "always"))){
-const err16 = {instancePath:instancePath+"/report",schemaPath:"#/properties/report/enum",keyword:"enum",params:{allowedValues: schema33.properties.report.enum},message:"must be equal to one of the allowed values",schema:schema33.properties.report.enum,parentSchema:schema33.properties.report,data:data9};
+if(data10.reason === undefined){
+const err16 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data10};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2203,17 +2209,9 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.modbus !== undefined){
-let data10 = data.modbus;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.word_order === undefined){
-data10.word_order = "big";
-}
-if(data10.byte_order === undefined){
-data10.byte_order = "big";
-}
-if(data10.table === undefined){
-const err17 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "table"},message:"must have required property '"+"table"+"'",schema:schema36.required,parentSchema:schema36,data:data10};
+for(const key1 in data10){
+if(!((key1 === "raw") || (key1 === "reason"))){
+const err17 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema33.properties.invalid.items,data:data10};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2222,8 +2220,11 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data10.address === undefined){
-const err18 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.required,parentSchema:schema36,data:data10};
+}
+if(data10.raw !== undefined){
+let data11 = data10.raw;
+if((!((typeof data11 == "number") && (isFinite(data11)))) && (typeof data11 !== "string")){
+const err18 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/type",keyword:"type",params:{type: schema33.properties.invalid.items.properties.raw.type},message:"must be number,string",schema:schema33.properties.invalid.items.properties.raw.type,parentSchema:schema33.properties.invalid.items.properties.raw,data:data11};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2232,8 +2233,9 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data10.data_type === undefined){
-const err19 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "data_type"},message:"must have required property '"+"data_type"+"'",schema:schema36.required,parentSchema:schema36,data:data10};
+if(typeof data11 === "string"){
+if(!pattern24.test(data11)){
+const err19 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/pattern",keyword:"pattern",params:{pattern: "^0[xX][0-9a-fA-F]{1,16}$"},message:"must match pattern \""+"^0[xX][0-9a-fA-F]{1,16}$"+"\"",schema:"^0[xX][0-9a-fA-F]{1,16}$",parentSchema:schema33.properties.invalid.items.properties.raw,data:data11};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2242,9 +2244,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-for(const key1 in data10){
-if(!(((((((key1 === "table") || (key1 === "address")) || (key1 === "data_type")) || (key1 === "length")) || (key1 === "bit")) || (key1 === "word_order")) || (key1 === "byte_order"))){
-const err20 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data:data10};
+}
+}
+if(data10.reason !== undefined){
+let data12 = data10.reason;
+if(typeof data12 === "string"){
+if(func3(data12) < 1){
+const err20 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.invalid.items.properties.reason,data:data12};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2254,10 +2260,8 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data10.table !== undefined){
-let data11 = data10.table;
-if(!((((data11 === "coil") || (data11 === "discrete")) || (data11 === "input")) || (data11 === "holding"))){
-const err21 = {instancePath:instancePath+"/modbus/table",schemaPath:"#/definitions/modbus_point/properties/table/enum",keyword:"enum",params:{allowedValues: schema36.properties.table.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.table.enum,parentSchema:schema36.properties.table,data:data11};
+else {
+const err21 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.invalid.items.properties.reason.type,parentSchema:schema33.properties.invalid.items.properties.reason,data:data12};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2267,10 +2271,9 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data10.address !== undefined){
-let data12 = data10.address;
-if((!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))) && (typeof data12 !== "string")){
-const err22 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/type",keyword:"type",params:{type: schema36.properties.address.type},message:"must be integer,string",schema:schema36.properties.address.type,parentSchema:schema36.properties.address,data:data12};
+}
+else {
+const err22 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.invalid.items.type,parentSchema:schema33.properties.invalid.items,data:data10};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2279,9 +2282,10 @@ vErrors.push(err22);
 }
 errors++;
 }
-if((typeof data12 == "number") && (isFinite(data12))){
-if(data12 > 65535 || isNaN(data12)){
-const err23 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.address,data:data12};
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/invalid",schemaPath:"#/properties/invalid/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema33.properties.invalid.type,parentSchema:schema33.properties.invalid,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2290,8 +2294,12 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data12 < 0 || isNaN(data12)){
-const err24 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.address,data:data12};
+}
+if(data.values !== undefined){
+let data13 = data.values;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(Object.keys(data13).length < 1){
+const err24 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema33.properties.values,data:data13};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2300,10 +2308,11 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(typeof data12 === "string"){
-if(!pattern25.test(data12)){
-const err25 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^[0134][0-9]{4,5}$"},message:"must match pattern \""+"^[0134][0-9]{4,5}$"+"\"",schema:"^[0134][0-9]{4,5}$",parentSchema:schema36.properties.address,data:data12};
+for(const key2 in data13){
+const _errs30 = errors;
+if(typeof key2 === "string"){
+if(!pattern25.test(key2)){
+const err25 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames/pattern",keyword:"pattern",params:{pattern: "^-?[0-9]+$"},message:"must match pattern \""+"^-?[0-9]+$"+"\"",schema:"^-?[0-9]+$",parentSchema:schema33.properties.values.propertyNames,data:key2,propertyName:key2};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2313,11 +2322,9 @@ vErrors.push(err25);
 errors++;
 }
 }
-}
-if(data10.data_type !== undefined){
-let data13 = data10.data_type;
-if(!((((((((((data13 === "bool") || (data13 === "int16")) || (data13 === "uint16")) || (data13 === "int32")) || (data13 === "uint32")) || (data13 === "int64")) || (data13 === "uint64")) || (data13 === "float32")) || (data13 === "float64")) || (data13 === "string"))){
-const err26 = {instancePath:instancePath+"/modbus/data_type",schemaPath:"#/definitions/modbus_point/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.data_type.enum,parentSchema:schema36.properties.data_type,data:data13};
+var valid5 = _errs30 === errors;
+if(!valid5){
+const err26 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid",schema:schema33.properties.values.propertyNames,parentSchema:schema33.properties.values,data:data13};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2327,10 +2334,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data10.length !== undefined){
-let data14 = data10.length;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err27 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.length.type,parentSchema:schema36.properties.length,data:data14};
+for(const key3 in data13){
+let data14 = data13[key3];
+if((!((typeof data14 == "number") && (isFinite(data14)))) && (typeof data14 !== "string")){
+const err27 = {instancePath:instancePath+"/values/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/values/additionalProperties/type",keyword:"type",params:{type: schema33.properties.values.additionalProperties.type},message:"must be number,string",schema:schema33.properties.values.additionalProperties.type,parentSchema:schema33.properties.values.additionalProperties,data:data14};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2339,9 +2346,10 @@ vErrors.push(err27);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 125 || isNaN(data14)){
-const err28 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema36.properties.length,data:data14};
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.values.type,parentSchema:schema33.properties.values,data:data13};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2350,8 +2358,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data14 < 1 || isNaN(data14)){
-const err29 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.length,data:data14};
+}
+if(data.scale_factor !== undefined){
+let data15 = data.scale_factor;
+if(typeof data15 === "string"){
+if(func3(data15) < 1){
+const err29 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.scale_factor,data:data15};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2361,11 +2373,8 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
-if(data10.bit !== undefined){
-let data15 = data10.bit;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err30 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bit.type,parentSchema:schema36.properties.bit,data:data15};
+else {
+const err30 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.scale_factor.type,parentSchema:schema33.properties.scale_factor,data:data15};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2374,9 +2383,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 15 || isNaN(data15)){
-const err31 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 15},message:"must be <= 15",schema:15,parentSchema:schema36.properties.bit,data:data15};
+}
+if(data.poll !== undefined){
+let data16 = data.poll;
+if(typeof data16 === "string"){
+if(!pattern4.test(data16)){
+const err31 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data16};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2385,8 +2397,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data15 < 0 || isNaN(data15)){
-const err32 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.bit,data:data15};
+}
+else {
+const err32 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data16};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2396,10 +2409,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-}
-let data16 = data10.word_order;
-if(!((data16 === "big") || (data16 === "little"))){
-const err33 = {instancePath:instancePath+"/modbus/word_order",schemaPath:"#/definitions/modbus_point/properties/word_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.word_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.word_order.enum,parentSchema:schema36.properties.word_order,data:data16};
+let data17 = data.report;
+if(!((data17 === "change") || (data17 === "always"))){
+const err33 = {instancePath:instancePath+"/report",schemaPath:"#/properties/report/enum",keyword:"enum",params:{allowedValues: schema33.properties.report.enum},message:"must be equal to one of the allowed values",schema:schema33.properties.report.enum,parentSchema:schema33.properties.report,data:data17};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2408,9 +2420,17 @@ vErrors.push(err33);
 }
 errors++;
 }
-let data17 = data10.byte_order;
-if(!((data17 === "big") || (data17 === "little"))){
-const err34 = {instancePath:instancePath+"/modbus/byte_order",schemaPath:"#/definitions/modbus_point/properties/byte_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.byte_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.byte_order.enum,parentSchema:schema36.properties.byte_order,data:data17};
+if(data.modbus !== undefined){
+let data18 = data.modbus;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.word_order === undefined){
+data18.word_order = "big";
+}
+if(data18.byte_order === undefined){
+data18.byte_order = "big";
+}
+if(data18.table === undefined){
+const err34 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "table"},message:"must have required property '"+"table"+"'",schema:schema36.required,parentSchema:schema36,data:data18};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2419,14 +2439,329 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-else {
-const err35 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data:data10};
+if(data18.address === undefined){
+const err35 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.required,parentSchema:schema36,data:data18};
 if(vErrors === null){
 vErrors = [err35];
 }
 else {
 vErrors.push(err35);
+}
+errors++;
+}
+if(data18.data_type === undefined){
+const err36 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "data_type"},message:"must have required property '"+"data_type"+"'",schema:schema36.required,parentSchema:schema36,data:data18};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+for(const key4 in data18){
+if(!(func2.call(schema36.properties, key4))){
+const err37 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data:data18};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data18.table !== undefined){
+let data19 = data18.table;
+if(!((((data19 === "coil") || (data19 === "discrete")) || (data19 === "input")) || (data19 === "holding"))){
+const err38 = {instancePath:instancePath+"/modbus/table",schemaPath:"#/definitions/modbus_point/properties/table/enum",keyword:"enum",params:{allowedValues: schema36.properties.table.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.table.enum,parentSchema:schema36.properties.table,data:data19};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data18.address !== undefined){
+let data20 = data18.address;
+if((!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))) && (typeof data20 !== "string")){
+const err39 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/type",keyword:"type",params:{type: schema36.properties.address.type},message:"must be integer,string",schema:schema36.properties.address.type,parentSchema:schema36.properties.address,data:data20};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 65535 || isNaN(data20)){
+const err40 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.address,data:data20};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data20 < 0 || isNaN(data20)){
+const err41 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.address,data:data20};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(typeof data20 === "string"){
+if(!pattern27.test(data20)){
+const err42 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},message:"must match pattern \""+"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"+"\"",schema:"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$",parentSchema:schema36.properties.address,data:data20};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+if(data18.data_type !== undefined){
+let data21 = data18.data_type;
+if(!((((((((((data21 === "bool") || (data21 === "int16")) || (data21 === "uint16")) || (data21 === "int32")) || (data21 === "uint32")) || (data21 === "int64")) || (data21 === "uint64")) || (data21 === "float32")) || (data21 === "float64")) || (data21 === "string"))){
+const err43 = {instancePath:instancePath+"/modbus/data_type",schemaPath:"#/definitions/modbus_point/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.data_type.enum,parentSchema:schema36.properties.data_type,data:data21};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data18.length !== undefined){
+let data22 = data18.length;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err44 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.length.type,parentSchema:schema36.properties.length,data:data22};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 125 || isNaN(data22)){
+const err45 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema36.properties.length,data:data22};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data22 < 1 || isNaN(data22)){
+const err46 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.length,data:data22};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+if(data18.bit !== undefined){
+let data23 = data18.bit;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err47 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bit.type,parentSchema:schema36.properties.bit,data:data23};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 31 || isNaN(data23)){
+const err48 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31",schema:31,parentSchema:schema36.properties.bit,data:data23};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if(data23 < 0 || isNaN(data23)){
+const err49 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.bit,data:data23};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+if(data18.bits !== undefined){
+let data24 = data18.bits;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err50 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bits.type,parentSchema:schema36.properties.bits,data:data24};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 32 || isNaN(data24)){
+const err51 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32",schema:32,parentSchema:schema36.properties.bits,data:data24};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data24 < 1 || isNaN(data24)){
+const err52 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.bits,data:data24};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+let data25 = data18.word_order;
+if(!((data25 === "big") || (data25 === "little"))){
+const err53 = {instancePath:instancePath+"/modbus/word_order",schemaPath:"#/definitions/modbus_point/properties/word_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.word_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.word_order.enum,parentSchema:schema36.properties.word_order,data:data25};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+let data26 = data18.byte_order;
+if(!((data26 === "big") || (data26 === "little"))){
+const err54 = {instancePath:instancePath+"/modbus/byte_order",schemaPath:"#/definitions/modbus_point/properties/byte_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.byte_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.byte_order.enum,parentSchema:schema36.properties.byte_order,data:data26};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data18.sunspec_model !== undefined){
+let data27 = data18.sunspec_model;
+if((!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))) && (!(Array.isArray(data27)))){
+const err55 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/type",keyword:"type",params:{type: schema36.properties.sunspec_model.type},message:"must be integer,array",schema:schema36.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_model,data:data27};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 65534 || isNaN(data27)){
+const err56 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model,data:data27};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if(data27 < 1 || isNaN(data27)){
+const err57 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model,data:data27};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(Array.isArray(data27)){
+if(data27.length < 1){
+const err58 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_model,data:data27};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+const len1 = data27.length;
+for(let i1=0; i1<len1; i1++){
+let data28 = data27[i1];
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err59 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_model.items,data:data28};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 65534 || isNaN(data28)){
+const err60 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model.items,data:data28};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data28 < 1 || isNaN(data28)){
+const err61 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model.items,data:data28};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+}
+}
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data:data18};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
 }
 errors++;
 }
@@ -2445,12 +2780,12 @@ errors = vErrors.length;
 }
 }
 else {
-const err36 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
+const err63 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
 if(vErrors === null){
-vErrors = [err36];
+vErrors = [err63];
 }
 else {
-vErrors.push(err36);
+vErrors.push(err63);
 }
 errors++;
 }
@@ -2474,7 +2809,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((((key0 === "$schema") || (key0 === "name")) || (key0 === "manufacturer")) || (key0 === "description")) || (key0 === "source")) || (key0 === "limits")) || (key0 === "points"))){
+if(!(func2.call(schema32.properties, key0))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema32,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -2562,12 +2897,15 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.limits !== undefined){
-let data5 = data.limits;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key1 in data5){
-if(!(key1 === "max_registers")){
-const err8 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.limits,data:data5};
+if(data.covers !== undefined){
+let data5 = data.covers;
+if(Array.isArray(data5)){
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+let data6 = data5[i0];
+if(typeof data6 === "string"){
+if(func3(data6) < 1){
+const err8 = {instancePath:instancePath+"/covers/" + i0,schemaPath:"#/properties/covers/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema32.properties.covers.items,data:data6};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2577,10 +2915,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data5.max_registers !== undefined){
-let data6 = data5.max_registers;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err9 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_registers.type,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+else {
+const err9 = {instancePath:instancePath+"/covers/" + i0,schemaPath:"#/properties/covers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.covers.items.type,parentSchema:schema32.properties.covers.items,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2589,9 +2925,10 @@ vErrors.push(err9);
 }
 errors++;
 }
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 > 125 || isNaN(data6)){
-const err10 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/covers",schemaPath:"#/properties/covers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.covers.type,parentSchema:schema32.properties.covers,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2600,8 +2937,11 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data6 < 1 || isNaN(data6)){
-const err11 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+}
+if(data.unverified !== undefined){
+let data7 = data.unverified;
+if(typeof data7 !== "string"){
+const err11 = {instancePath:instancePath+"/unverified",schemaPath:"#/properties/unverified/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.unverified.type,parentSchema:schema32.properties.unverified,data:data7};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2611,10 +2951,12 @@ vErrors.push(err11);
 errors++;
 }
 }
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.limits.type,parentSchema:schema32.properties.limits,data:data5};
+if(data.serial !== undefined){
+let data8 = data.serial;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+for(const key1 in data8){
+if(!(((((key1 === "baud_rate") || (key1 === "parity")) || (key1 === "data_bits")) || (key1 === "stop_bits")) || (key1 === "unit_id"))){
+const err12 = {instancePath:instancePath+"/serial",schemaPath:"#/properties/serial/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.serial,data:data8};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2624,11 +2966,10 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data.points !== undefined){
-let data7 = data.points;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err13 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data7};
+if(data8.baud_rate !== undefined){
+let data9 = data8.baud_rate;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err13 = {instancePath:instancePath+"/serial/baud_rate",schemaPath:"#/properties/serial/properties/baud_rate/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.serial.properties.baud_rate.type,parentSchema:schema32.properties.serial.properties.baud_rate,data:data9};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2637,16 +2978,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-const len0 = data7.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate15(data7[i0], {instancePath:instancePath+"/points/" + i0,parentData:data7,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data7};
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 > 921600 || isNaN(data9)){
+const err14 = {instancePath:instancePath+"/serial/baud_rate",schemaPath:"#/properties/serial/properties/baud_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 921600},message:"must be <= 921600",schema:921600,parentSchema:schema32.properties.serial.properties.baud_rate,data:data9};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2655,10 +2989,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(data9 < 300 || isNaN(data9)){
+const err15 = {instancePath:instancePath+"/serial/baud_rate",schemaPath:"#/properties/serial/properties/baud_rate/minimum",keyword:"minimum",params:{comparison: ">=", limit: 300},message:"must be >= 300",schema:300,parentSchema:schema32.properties.serial.properties.baud_rate,data:data9};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2667,11 +2999,500 @@ vErrors.push(err15);
 }
 errors++;
 }
+}
+}
+if(data8.parity !== undefined){
+let data10 = data8.parity;
+if(!(((data10 === "none") || (data10 === "even")) || (data10 === "odd"))){
+const err16 = {instancePath:instancePath+"/serial/parity",schemaPath:"#/properties/serial/properties/parity/enum",keyword:"enum",params:{allowedValues: schema32.properties.serial.properties.parity.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.serial.properties.parity.enum,parentSchema:schema32.properties.serial.properties.parity,data:data10};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data8.data_bits !== undefined){
+let data11 = data8.data_bits;
+if(!((data11 === 7) || (data11 === 8))){
+const err17 = {instancePath:instancePath+"/serial/data_bits",schemaPath:"#/properties/serial/properties/data_bits/enum",keyword:"enum",params:{allowedValues: schema32.properties.serial.properties.data_bits.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.serial.properties.data_bits.enum,parentSchema:schema32.properties.serial.properties.data_bits,data:data11};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data8.stop_bits !== undefined){
+let data12 = data8.stop_bits;
+if(!((data12 === 1) || (data12 === 2))){
+const err18 = {instancePath:instancePath+"/serial/stop_bits",schemaPath:"#/properties/serial/properties/stop_bits/enum",keyword:"enum",params:{allowedValues: schema32.properties.serial.properties.stop_bits.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.serial.properties.stop_bits.enum,parentSchema:schema32.properties.serial.properties.stop_bits,data:data12};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data8.unit_id !== undefined){
+let data13 = data8.unit_id;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err19 = {instancePath:instancePath+"/serial/unit_id",schemaPath:"#/properties/serial/properties/unit_id/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.serial.properties.unit_id.type,parentSchema:schema32.properties.serial.properties.unit_id,data:data13};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 255 || isNaN(data13)){
+const err20 = {instancePath:instancePath+"/serial/unit_id",schemaPath:"#/properties/serial/properties/unit_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255",schema:255,parentSchema:schema32.properties.serial.properties.unit_id,data:data13};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data13 < 0 || isNaN(data13)){
+const err21 = {instancePath:instancePath+"/serial/unit_id",schemaPath:"#/properties/serial/properties/unit_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema32.properties.serial.properties.unit_id,data:data13};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/serial",schemaPath:"#/properties/serial/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.serial.type,parentSchema:schema32.properties.serial,data:data8};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.limits !== undefined){
+let data14 = data.limits;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+for(const key2 in data14){
+if(!((((key2 === "max_registers") || (key2 === "max_bits")) || (key2 === "max_gap")) || (key2 === "max_write_registers"))){
+const err23 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.limits,data:data14};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data14.max_registers !== undefined){
+let data15 = data14.max_registers;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err24 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_registers.type,parentSchema:schema32.properties.limits.properties.max_registers,data:data15};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 125 || isNaN(data15)){
+const err25 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema32.properties.limits.properties.max_registers,data:data15};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data15 < 1 || isNaN(data15)){
+const err26 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_registers,data:data15};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+if(data14.max_bits !== undefined){
+let data16 = data14.max_bits;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err27 = {instancePath:instancePath+"/limits/max_bits",schemaPath:"#/properties/limits/properties/max_bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_bits.type,parentSchema:schema32.properties.limits.properties.max_bits,data:data16};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 > 2000 || isNaN(data16)){
+const err28 = {instancePath:instancePath+"/limits/max_bits",schemaPath:"#/properties/limits/properties/max_bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2000},message:"must be <= 2000",schema:2000,parentSchema:schema32.properties.limits.properties.max_bits,data:data16};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data16 < 1 || isNaN(data16)){
+const err29 = {instancePath:instancePath+"/limits/max_bits",schemaPath:"#/properties/limits/properties/max_bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_bits,data:data16};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+if(data14.max_gap !== undefined){
+let data17 = data14.max_gap;
+const _errs36 = errors;
+let valid5 = false;
+let passing0 = null;
+const _errs37 = errors;
+if("auto" !== data17){
+const err30 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/0/const",keyword:"const",params:{allowedValue: "auto"},message:"must be equal to constant",schema:"auto",parentSchema:schema32.properties.limits.properties.max_gap.oneOf[0],data:data17};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+var _valid0 = _errs37 === errors;
+if(_valid0){
+valid5 = true;
+passing0 = 0;
+}
+const _errs38 = errors;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err31 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/1/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_gap.oneOf[1].type,parentSchema:schema32.properties.limits.properties.max_gap.oneOf[1],data:data17};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 124 || isNaN(data17)){
+const err32 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/1/maximum",keyword:"maximum",params:{comparison: "<=", limit: 124},message:"must be <= 124",schema:124,parentSchema:schema32.properties.limits.properties.max_gap.oneOf[1],data:data17};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(data17 < 0 || isNaN(data17)){
+const err33 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/1/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema32.properties.limits.properties.max_gap.oneOf[1],data:data17};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+var _valid0 = _errs38 === errors;
+if(_valid0 && valid5){
+valid5 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid5 = true;
+passing0 = 1;
+}
+}
+if(!valid5){
+const err34 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema32.properties.limits.properties.max_gap.oneOf,parentSchema:schema32.properties.limits.properties.max_gap,data:data17};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+else {
+errors = _errs36;
+if(vErrors !== null){
+if(_errs36){
+vErrors.length = _errs36;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data14.max_write_registers !== undefined){
+let data18 = data14.max_write_registers;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err35 = {instancePath:instancePath+"/limits/max_write_registers",schemaPath:"#/properties/limits/properties/max_write_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_write_registers.type,parentSchema:schema32.properties.limits.properties.max_write_registers,data:data18};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 > 123 || isNaN(data18)){
+const err36 = {instancePath:instancePath+"/limits/max_write_registers",schemaPath:"#/properties/limits/properties/max_write_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 123},message:"must be <= 123",schema:123,parentSchema:schema32.properties.limits.properties.max_write_registers,data:data18};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data18 < 1 || isNaN(data18)){
+const err37 = {instancePath:instancePath+"/limits/max_write_registers",schemaPath:"#/properties/limits/properties/max_write_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_write_registers,data:data18};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.limits.type,parentSchema:schema32.properties.limits,data:data14};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data.write !== undefined){
+let data19 = data.write;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.single_register === undefined){
+data19.single_register = "fc06";
+}
+for(const key3 in data19){
+if(!(key3 === "single_register")){
+const err39 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.write,data:data19};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+let data20 = data19.single_register;
+if(!((data20 === "fc06") || (data20 === "fc16"))){
+const err40 = {instancePath:instancePath+"/write/single_register",schemaPath:"#/properties/write/properties/single_register/enum",keyword:"enum",params:{allowedValues: schema32.properties.write.properties.single_register.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.write.properties.single_register.enum,parentSchema:schema32.properties.write.properties.single_register,data:data20};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.write.type,parentSchema:schema32.properties.write,data:data19};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data.sunspec !== undefined){
+let data21 = data.sunspec;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(data21.search === undefined){
+const err42 = {instancePath:instancePath+"/sunspec",schemaPath:"#/properties/sunspec/required",keyword:"required",params:{missingProperty: "search"},message:"must have required property '"+"search"+"'",schema:schema32.properties.sunspec.required,parentSchema:schema32.properties.sunspec,data:data21};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+for(const key4 in data21){
+if(!(key4 === "search")){
+const err43 = {instancePath:instancePath+"/sunspec",schemaPath:"#/properties/sunspec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.sunspec,data:data21};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data21.search !== undefined){
+let data22 = data21.search;
+if(Array.isArray(data22)){
+if(data22.length < 1){
+const err44 = {instancePath:instancePath+"/sunspec/search",schemaPath:"#/properties/sunspec/properties/search/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.sunspec.properties.search,data:data22};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+const len1 = data22.length;
+for(let i1=0; i1<len1; i1++){
+let data23 = data22[i1];
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err45 = {instancePath:instancePath+"/sunspec/search/" + i1,schemaPath:"#/properties/sunspec/properties/search/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.sunspec.properties.search.items.type,parentSchema:schema32.properties.sunspec.properties.search.items,data:data23};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 65534 || isNaN(data23)){
+const err46 = {instancePath:instancePath+"/sunspec/search/" + i1,schemaPath:"#/properties/sunspec/properties/search/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema32.properties.sunspec.properties.search.items,data:data23};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(data23 < 0 || isNaN(data23)){
+const err47 = {instancePath:instancePath+"/sunspec/search/" + i1,schemaPath:"#/properties/sunspec/properties/search/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema32.properties.sunspec.properties.search.items,data:data23};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/sunspec/search",schemaPath:"#/properties/sunspec/properties/search/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.sunspec.properties.search.type,parentSchema:schema32.properties.sunspec.properties.search,data:data22};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/sunspec",schemaPath:"#/properties/sunspec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.sunspec.type,parentSchema:schema32.properties.sunspec,data:data21};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data.points !== undefined){
+let data24 = data.points;
+if(Array.isArray(data24)){
+if(data24.length < 1){
+const err50 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data24};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+const len2 = data24.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate15(data24[i2], {instancePath:instancePath+"/points/" + i2,parentData:data24,parentDataProperty:i2,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data24};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+else {
+const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
 validate14.errors = vErrors;
 return errors === 0;
 }
 
-const schema41 = {"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}};
+const schema41 = {"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2915,10 +3736,10 @@ errors++;
 }
 }
 }
-if(data.description !== undefined){
-let data7 = data.description;
-if(typeof data7 !== "string"){
-const err20 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.description.type,parentSchema:schema41.properties.description,data:data7};
+if(data.max_gap !== undefined){
+let data7 = data.max_gap;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err20 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.max_gap.type,parentSchema:schema41.properties.max_gap,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2927,16 +3748,9 @@ vErrors.push(err20);
 }
 errors++;
 }
-}
-if(data.sim_fault !== undefined){
-let data8 = data.sim_fault;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8.silent === undefined){
-data8.silent = false;
-}
-for(const key1 in data8){
-if(!((key1 === "fail_reads") || (key1 === "silent"))){
-const err21 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema41.properties.sim_fault,data:data8};
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 > 124 || isNaN(data7)){
+const err21 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/maximum",keyword:"maximum",params:{comparison: "<=", limit: 124},message:"must be <= 124",schema:124,parentSchema:schema41.properties.max_gap,data:data7};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2945,11 +3759,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-if(data8.fail_reads !== undefined){
-let data9 = data8.fail_reads;
-if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err22 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.sim_fault.properties.fail_reads.type,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data9};
+if(data7 < 0 || isNaN(data7)){
+const err22 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.max_gap,data:data7};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2958,9 +3769,12 @@ vErrors.push(err22);
 }
 errors++;
 }
-if((typeof data9 == "number") && (isFinite(data9))){
-if(data9 < 0 || isNaN(data9)){
-const err23 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data9};
+}
+}
+if(data.description !== undefined){
+let data8 = data.description;
+if(typeof data8 !== "string"){
+const err23 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.description.type,parentSchema:schema41.properties.description,data:data8};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2970,10 +3784,15 @@ vErrors.push(err23);
 errors++;
 }
 }
+if(data.sim_fault !== undefined){
+let data9 = data.sim_fault;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.silent === undefined){
+data9.silent = false;
 }
-let data10 = data8.silent;
-if(typeof data10 !== "boolean"){
-const err24 = {instancePath:instancePath+"/sim_fault/silent",schemaPath:"#/properties/sim_fault/properties/silent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema41.properties.sim_fault.properties.silent.type,parentSchema:schema41.properties.sim_fault.properties.silent,data:data10};
+for(const key1 in data9){
+if(!((key1 === "fail_reads") || (key1 === "silent"))){
+const err24 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema41.properties.sim_fault,data:data9};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2983,8 +3802,10 @@ vErrors.push(err24);
 errors++;
 }
 }
-else {
-const err25 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.properties.sim_fault.type,parentSchema:schema41.properties.sim_fault,data:data8};
+if(data9.fail_reads !== undefined){
+let data10 = data9.fail_reads;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err25 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.sim_fault.properties.fail_reads.type,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data10};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2993,15 +3814,50 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-}
-else {
-const err26 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.type,parentSchema:schema41,data};
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 0 || isNaN(data10)){
+const err26 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data10};
 if(vErrors === null){
 vErrors = [err26];
 }
 else {
 vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+let data11 = data9.silent;
+if(typeof data11 !== "boolean"){
+const err27 = {instancePath:instancePath+"/sim_fault/silent",schemaPath:"#/properties/sim_fault/properties/silent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema41.properties.sim_fault.properties.silent.type,parentSchema:schema41.properties.sim_fault.properties.silent,data:data11};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.properties.sim_fault.type,parentSchema:schema41.properties.sim_fault,data:data9};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.type,parentSchema:schema41,data};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
 }
 errors++;
 }
@@ -4735,7 +5591,7 @@ errors++;
 if(data69.hostname !== undefined){
 let data70 = data69.hostname;
 if(typeof data70 === "string"){
-if(!pattern32.test(data70)){
+if(!pattern34.test(data70)){
 const err129 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data70};
 if(vErrors === null){
 vErrors = [err129];
@@ -4828,7 +5684,7 @@ vErrors.push(err136);
 }
 errors++;
 }
-if(!pattern33.test(data72)){
+if(!pattern35.test(data72)){
 const err137 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
 if(vErrors === null){
 vErrors = [err137];
@@ -4853,7 +5709,7 @@ errors++;
 if(data71.psk !== undefined){
 let data73 = data71.psk;
 if(typeof data73 === "string"){
-if(!pattern34.test(data73)){
+if(!pattern36.test(data73)){
 const err139 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data73};
 if(vErrors === null){
 vErrors = [err139];
@@ -4878,7 +5734,7 @@ errors++;
 if(data71.country !== undefined){
 let data74 = data71.country;
 if(typeof data74 === "string"){
-if(!pattern35.test(data74)){
+if(!pattern37.test(data74)){
 const err141 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data74};
 if(vErrors === null){
 vErrors = [err141];
@@ -4929,7 +5785,7 @@ const len6 = data76.length;
 for(let i7=0; i7<len6; i7++){
 let data77 = data76[i7];
 if(typeof data77 === "string"){
-if(!pattern36.test(data77)){
+if(!pattern38.test(data77)){
 const err145 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i7,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data77};
 if(vErrors === null){
 vErrors = [err145];
@@ -5005,7 +5861,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((((key0 === "$schema") || (key0 === "name")) || (key0 === "manufacturer")) || (key0 === "description")) || (key0 === "source")) || (key0 === "limits")) || (key0 === "points"))){
+if(!(func2.call(schema32.properties, key0))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema32,data};
 if(vErrors === null){
 vErrors = [err1];
@@ -5093,12 +5949,15 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.limits !== undefined){
-let data5 = data.limits;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-for(const key1 in data5){
-if(!(key1 === "max_registers")){
-const err8 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.limits,data:data5};
+if(data.covers !== undefined){
+let data5 = data.covers;
+if(Array.isArray(data5)){
+const len0 = data5.length;
+for(let i0=0; i0<len0; i0++){
+let data6 = data5[i0];
+if(typeof data6 === "string"){
+if(func3(data6) < 1){
+const err8 = {instancePath:instancePath+"/covers/" + i0,schemaPath:"#/properties/covers/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema32.properties.covers.items,data:data6};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5108,10 +5967,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data5.max_registers !== undefined){
-let data6 = data5.max_registers;
-if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err9 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_registers.type,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+else {
+const err9 = {instancePath:instancePath+"/covers/" + i0,schemaPath:"#/properties/covers/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.covers.items.type,parentSchema:schema32.properties.covers.items,data:data6};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5120,9 +5977,10 @@ vErrors.push(err9);
 }
 errors++;
 }
-if((typeof data6 == "number") && (isFinite(data6))){
-if(data6 > 125 || isNaN(data6)){
-const err10 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/covers",schemaPath:"#/properties/covers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.covers.type,parentSchema:schema32.properties.covers,data:data5};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5131,8 +5989,11 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data6 < 1 || isNaN(data6)){
-const err11 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_registers,data:data6};
+}
+if(data.unverified !== undefined){
+let data7 = data.unverified;
+if(typeof data7 !== "string"){
+const err11 = {instancePath:instancePath+"/unverified",schemaPath:"#/properties/unverified/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema32.properties.unverified.type,parentSchema:schema32.properties.unverified,data:data7};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -5142,10 +6003,12 @@ vErrors.push(err11);
 errors++;
 }
 }
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.limits.type,parentSchema:schema32.properties.limits,data:data5};
+if(data.serial !== undefined){
+let data8 = data.serial;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+for(const key1 in data8){
+if(!(((((key1 === "baud_rate") || (key1 === "parity")) || (key1 === "data_bits")) || (key1 === "stop_bits")) || (key1 === "unit_id"))){
+const err12 = {instancePath:instancePath+"/serial",schemaPath:"#/properties/serial/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.serial,data:data8};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5155,11 +6018,10 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data.points !== undefined){
-let data7 = data.points;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err13 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data7};
+if(data8.baud_rate !== undefined){
+let data9 = data8.baud_rate;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err13 = {instancePath:instancePath+"/serial/baud_rate",schemaPath:"#/properties/serial/properties/baud_rate/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.serial.properties.baud_rate.type,parentSchema:schema32.properties.serial.properties.baud_rate,data:data9};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5168,16 +6030,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-const len0 = data7.length;
-for(let i0=0; i0<len0; i0++){
-if(!(validate15(data7[i0], {instancePath:instancePath+"/points/" + i0,parentData:data7,parentDataProperty:i0,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data7};
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 > 921600 || isNaN(data9)){
+const err14 = {instancePath:instancePath+"/serial/baud_rate",schemaPath:"#/properties/serial/properties/baud_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 921600},message:"must be <= 921600",schema:921600,parentSchema:schema32.properties.serial.properties.baud_rate,data:data9};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5186,15 +6041,502 @@ vErrors.push(err14);
 }
 errors++;
 }
-}
-}
-else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(data9 < 300 || isNaN(data9)){
+const err15 = {instancePath:instancePath+"/serial/baud_rate",schemaPath:"#/properties/serial/properties/baud_rate/minimum",keyword:"minimum",params:{comparison: ">=", limit: 300},message:"must be >= 300",schema:300,parentSchema:schema32.properties.serial.properties.baud_rate,data:data9};
 if(vErrors === null){
 vErrors = [err15];
 }
 else {
 vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+if(data8.parity !== undefined){
+let data10 = data8.parity;
+if(!(((data10 === "none") || (data10 === "even")) || (data10 === "odd"))){
+const err16 = {instancePath:instancePath+"/serial/parity",schemaPath:"#/properties/serial/properties/parity/enum",keyword:"enum",params:{allowedValues: schema32.properties.serial.properties.parity.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.serial.properties.parity.enum,parentSchema:schema32.properties.serial.properties.parity,data:data10};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data8.data_bits !== undefined){
+let data11 = data8.data_bits;
+if(!((data11 === 7) || (data11 === 8))){
+const err17 = {instancePath:instancePath+"/serial/data_bits",schemaPath:"#/properties/serial/properties/data_bits/enum",keyword:"enum",params:{allowedValues: schema32.properties.serial.properties.data_bits.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.serial.properties.data_bits.enum,parentSchema:schema32.properties.serial.properties.data_bits,data:data11};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data8.stop_bits !== undefined){
+let data12 = data8.stop_bits;
+if(!((data12 === 1) || (data12 === 2))){
+const err18 = {instancePath:instancePath+"/serial/stop_bits",schemaPath:"#/properties/serial/properties/stop_bits/enum",keyword:"enum",params:{allowedValues: schema32.properties.serial.properties.stop_bits.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.serial.properties.stop_bits.enum,parentSchema:schema32.properties.serial.properties.stop_bits,data:data12};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data8.unit_id !== undefined){
+let data13 = data8.unit_id;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err19 = {instancePath:instancePath+"/serial/unit_id",schemaPath:"#/properties/serial/properties/unit_id/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.serial.properties.unit_id.type,parentSchema:schema32.properties.serial.properties.unit_id,data:data13};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 255 || isNaN(data13)){
+const err20 = {instancePath:instancePath+"/serial/unit_id",schemaPath:"#/properties/serial/properties/unit_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 255},message:"must be <= 255",schema:255,parentSchema:schema32.properties.serial.properties.unit_id,data:data13};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data13 < 0 || isNaN(data13)){
+const err21 = {instancePath:instancePath+"/serial/unit_id",schemaPath:"#/properties/serial/properties/unit_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema32.properties.serial.properties.unit_id,data:data13};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/serial",schemaPath:"#/properties/serial/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.serial.type,parentSchema:schema32.properties.serial,data:data8};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.limits !== undefined){
+let data14 = data.limits;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+for(const key2 in data14){
+if(!((((key2 === "max_registers") || (key2 === "max_bits")) || (key2 === "max_gap")) || (key2 === "max_write_registers"))){
+const err23 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.limits,data:data14};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data14.max_registers !== undefined){
+let data15 = data14.max_registers;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err24 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_registers.type,parentSchema:schema32.properties.limits.properties.max_registers,data:data15};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 125 || isNaN(data15)){
+const err25 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema32.properties.limits.properties.max_registers,data:data15};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data15 < 1 || isNaN(data15)){
+const err26 = {instancePath:instancePath+"/limits/max_registers",schemaPath:"#/properties/limits/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_registers,data:data15};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+if(data14.max_bits !== undefined){
+let data16 = data14.max_bits;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err27 = {instancePath:instancePath+"/limits/max_bits",schemaPath:"#/properties/limits/properties/max_bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_bits.type,parentSchema:schema32.properties.limits.properties.max_bits,data:data16};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 > 2000 || isNaN(data16)){
+const err28 = {instancePath:instancePath+"/limits/max_bits",schemaPath:"#/properties/limits/properties/max_bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 2000},message:"must be <= 2000",schema:2000,parentSchema:schema32.properties.limits.properties.max_bits,data:data16};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data16 < 1 || isNaN(data16)){
+const err29 = {instancePath:instancePath+"/limits/max_bits",schemaPath:"#/properties/limits/properties/max_bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_bits,data:data16};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+if(data14.max_gap !== undefined){
+let data17 = data14.max_gap;
+const _errs36 = errors;
+let valid5 = false;
+let passing0 = null;
+const _errs37 = errors;
+if("auto" !== data17){
+const err30 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/0/const",keyword:"const",params:{allowedValue: "auto"},message:"must be equal to constant",schema:"auto",parentSchema:schema32.properties.limits.properties.max_gap.oneOf[0],data:data17};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+var _valid0 = _errs37 === errors;
+if(_valid0){
+valid5 = true;
+passing0 = 0;
+}
+const _errs38 = errors;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err31 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/1/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_gap.oneOf[1].type,parentSchema:schema32.properties.limits.properties.max_gap.oneOf[1],data:data17};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 124 || isNaN(data17)){
+const err32 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/1/maximum",keyword:"maximum",params:{comparison: "<=", limit: 124},message:"must be <= 124",schema:124,parentSchema:schema32.properties.limits.properties.max_gap.oneOf[1],data:data17};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(data17 < 0 || isNaN(data17)){
+const err33 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf/1/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema32.properties.limits.properties.max_gap.oneOf[1],data:data17};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+var _valid0 = _errs38 === errors;
+if(_valid0 && valid5){
+valid5 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid5 = true;
+passing0 = 1;
+}
+}
+if(!valid5){
+const err34 = {instancePath:instancePath+"/limits/max_gap",schemaPath:"#/properties/limits/properties/max_gap/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema32.properties.limits.properties.max_gap.oneOf,parentSchema:schema32.properties.limits.properties.max_gap,data:data17};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+else {
+errors = _errs36;
+if(vErrors !== null){
+if(_errs36){
+vErrors.length = _errs36;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data14.max_write_registers !== undefined){
+let data18 = data14.max_write_registers;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err35 = {instancePath:instancePath+"/limits/max_write_registers",schemaPath:"#/properties/limits/properties/max_write_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.limits.properties.max_write_registers.type,parentSchema:schema32.properties.limits.properties.max_write_registers,data:data18};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 > 123 || isNaN(data18)){
+const err36 = {instancePath:instancePath+"/limits/max_write_registers",schemaPath:"#/properties/limits/properties/max_write_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 123},message:"must be <= 123",schema:123,parentSchema:schema32.properties.limits.properties.max_write_registers,data:data18};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data18 < 1 || isNaN(data18)){
+const err37 = {instancePath:instancePath+"/limits/max_write_registers",schemaPath:"#/properties/limits/properties/max_write_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema32.properties.limits.properties.max_write_registers,data:data18};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/limits",schemaPath:"#/properties/limits/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.limits.type,parentSchema:schema32.properties.limits,data:data14};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data.write !== undefined){
+let data19 = data.write;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.single_register === undefined){
+data19.single_register = "fc06";
+}
+for(const key3 in data19){
+if(!(key3 === "single_register")){
+const err39 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.write,data:data19};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+let data20 = data19.single_register;
+if(!((data20 === "fc06") || (data20 === "fc16"))){
+const err40 = {instancePath:instancePath+"/write/single_register",schemaPath:"#/properties/write/properties/single_register/enum",keyword:"enum",params:{allowedValues: schema32.properties.write.properties.single_register.enum},message:"must be equal to one of the allowed values",schema:schema32.properties.write.properties.single_register.enum,parentSchema:schema32.properties.write.properties.single_register,data:data20};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.write.type,parentSchema:schema32.properties.write,data:data19};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data.sunspec !== undefined){
+let data21 = data.sunspec;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(data21.search === undefined){
+const err42 = {instancePath:instancePath+"/sunspec",schemaPath:"#/properties/sunspec/required",keyword:"required",params:{missingProperty: "search"},message:"must have required property '"+"search"+"'",schema:schema32.properties.sunspec.required,parentSchema:schema32.properties.sunspec,data:data21};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+for(const key4 in data21){
+if(!(key4 === "search")){
+const err43 = {instancePath:instancePath+"/sunspec",schemaPath:"#/properties/sunspec/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.sunspec,data:data21};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data21.search !== undefined){
+let data22 = data21.search;
+if(Array.isArray(data22)){
+if(data22.length < 1){
+const err44 = {instancePath:instancePath+"/sunspec/search",schemaPath:"#/properties/sunspec/properties/search/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.sunspec.properties.search,data:data22};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+const len1 = data22.length;
+for(let i1=0; i1<len1; i1++){
+let data23 = data22[i1];
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err45 = {instancePath:instancePath+"/sunspec/search/" + i1,schemaPath:"#/properties/sunspec/properties/search/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema32.properties.sunspec.properties.search.items.type,parentSchema:schema32.properties.sunspec.properties.search.items,data:data23};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 65534 || isNaN(data23)){
+const err46 = {instancePath:instancePath+"/sunspec/search/" + i1,schemaPath:"#/properties/sunspec/properties/search/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema32.properties.sunspec.properties.search.items,data:data23};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(data23 < 0 || isNaN(data23)){
+const err47 = {instancePath:instancePath+"/sunspec/search/" + i1,schemaPath:"#/properties/sunspec/properties/search/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema32.properties.sunspec.properties.search.items,data:data23};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/sunspec/search",schemaPath:"#/properties/sunspec/properties/search/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.sunspec.properties.search.type,parentSchema:schema32.properties.sunspec.properties.search,data:data22};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/sunspec",schemaPath:"#/properties/sunspec/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.sunspec.type,parentSchema:schema32.properties.sunspec,data:data21};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data.points !== undefined){
+let data24 = data.points;
+if(Array.isArray(data24)){
+if(data24.length < 1){
+const err50 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data24};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+const len2 = data24.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate15(data24[i2], {instancePath:instancePath+"/points/" + i2,parentData:data24,parentDataProperty:i2,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data24};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+else {
+const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
 }
 errors++;
 }
@@ -5204,7 +6546,7 @@ return errors === 0;
 
 export const validateBoard = validate26;
 const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
-const pattern37 = new RegExp("^[a-z0-9-]+$", "u");
+const pattern39 = new RegExp("^[a-z0-9-]+$", "u");
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://shadowgate.dev/board.schema.json" */;
@@ -5296,7 +6638,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern37.test(data0)){
+if(!pattern39.test(data0)){
 const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema46.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err8];

@@ -12,10 +12,14 @@ export interface ModbusPointBlock {
   data_type: 'bool' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'float32' | 'float64' | 'string';
   /** Registers for `string`. */
   length?: number;
-  /** Bit within a 16-bit register (0 = least significant). */
+  /** Bit within the register value (0 = least significant); 0..31 in 32-bit values. */
   bit?: number;
+  /** Width of the bit field starting at `bit` (default 1). */
+  bits?: number;
   word_order: 'big' | 'little';
   byte_order: 'big' | 'little';
+  /** SunSpec model id(s): `address` is the offset inside that model's block until the driver resolves it. */
+  sunspec_model?: number | number[];
 }
 
 export interface GpioPointBlock {
@@ -44,6 +48,13 @@ export interface PointConfig {
   scale: number;
   offset: number;
   decimals?: number;
+  /** Raw values that are not measurements: the value is null with the reason (docs/model-fields.md). */
+  invalid?: { raw: number | string; reason: string }[];
+  /** Coded values: raw code → meaning. */
+  values?: Record<string, number | string>;
+  /** Another point whose raw value e scales this one by 10^e (SunSpec). */
+  scale_factor?: string;
+  unverified?: string;
   /** Overrides the device's poll, ms. */
   poll?: number;
   report: 'change' | 'always';
@@ -58,8 +69,18 @@ export interface ModelConfig {
   description?: string;
   /** Where the register map comes from (document and version, or the open-source driver). */
   source?: string;
-  /** What the device tolerates (its protocol document); the planner obeys it. */
-  limits?: { max_registers?: number };
+  /** Hardware variants or firmware versions the map is for. */
+  covers?: string[];
+  /** What of the map is not confirmed by a source. */
+  unverified?: string;
+  /** Factory serial settings (informational). */
+  serial?: { baud_rate?: number; parity?: 'none' | 'even' | 'odd'; data_bits?: 7 | 8; stop_bits?: 1 | 2; unit_id?: number };
+  /** What the device tolerates (its protocol document); the planner and the writer obey it. */
+  limits?: { max_registers?: number; max_bits?: number; max_gap?: 'auto' | number; max_write_registers?: number };
+  /** How one register is written (some meters refuse FC06). */
+  write?: { single_register: 'fc06' | 'fc16' };
+  /** SunSpec: base found by the "SunS" marker at one of these addresses. */
+  sunspec?: { search: number[] };
   points: PointConfig[];
 }
 
@@ -132,6 +153,8 @@ export interface DeviceConfig {
   unit_id?: number;
   /** Fewer registers per read than the bus allows, for devices that refuse long reads. */
   max_registers?: number;
+  /** Longest register gap a read of this device may bridge. */
+  max_gap?: number;
   description?: string;
   sim_fault?: SimFault;
   [key: string]: unknown;

@@ -69,12 +69,13 @@ function apply(e) {
   }
   const when = timeText(e.ts);
   if (e.type === 'dataChange') {
-    for (const { name, value } of e.values) {
+    for (const { name, value, reason } of e.values) {
       const p = d.points.find((x) => x.name === name);
       if (p) {
         p.value = value;
+        p.reason = reason;
         p.updated_at = when;
-      } else d.points.push({ name, value, write_value: null, updated_at: when, write_time: '0001-01-01 00:00:00' });
+      } else d.points.push({ name, value, reason, write_value: null, updated_at: when, write_time: '0001-01-01 00:00:00' });
     }
     d.updated_at = when;
     d.online = true;

@@ -15,6 +15,8 @@ export type ErrorCode =
   | 'MODBUS_EXCEPTION'
   | 'BUS_BUSY'
   | 'UNIT_BACKED_OFF'
+  | 'SUNSPEC_NOT_FOUND'
+  | 'SUNSPEC_PENDING'
   | 'CONFIG_INVALID';
 
 export class GatewayError extends Error {

@@ -3,7 +3,9 @@ import type { DeviceState, Value } from './types.js';
 
 export interface PointChange {
   name: string;
-  value: Value;
+  /** null: the device reported "not available" for the point (reason says why). */
+  value: Value | null;
+  reason?: string;
 }
 
 export interface ShadowEvents {

@@ -12,6 +12,8 @@ export interface PointModel {
   scale?: number;
   offset?: number;
   decimals?: number;
+  /** Coded values (raw code → meaning): writes send the code of the meaning asked for. */
+  values?: Readonly<Record<string, number | string>>;
 }
 
 type Raw = number | string | boolean;
@@ -38,6 +40,7 @@ const NUMERIC = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
  * the value to record as writeValue and the raw value for the driver.
  */
 export function toRaw(point: PointModel, value: unknown): { value: Value; raw: Raw } {
+  if (point.values) return toCode(point, point.values, value);
   if (point.type === 'string') {
     if (typeof value === 'string') return { value, raw: value };
     if (typeof value === 'number' && Number.isFinite(value)) return { value: String(value), raw: String(value) };
@@ -53,4 +56,16 @@ export function toRaw(point: PointModel, value: unknown): { value: Value; raw: R
   if (point.type === 'int' && !Number.isInteger(n)) throw invalidValue(`value ${shown} is not an int for point ${point.name}`);
   const raw = (n - (point.offset ?? 0)) / (point.scale ?? 1);
   return { value: n, raw: Number.isFinite(raw) ? raw : n };
+}
+
+/** The code of a meaning (`values` map); anything not in the map is refused, naming what is allowed. */
+function toCode(point: PointModel, map: Readonly<Record<string, number | string>>, value: unknown): { value: Value; raw: Raw } {
+  const entries = Object.entries(map);
+  const wanted = typeof value === 'string' ? value.trim() : value;
+  const hit = entries.find(([, meaning]) => meaning === wanted || String(meaning) === String(wanted));
+  if (!hit) {
+    const shown = typeof value === 'string' ? `"${value}"` : JSON.stringify(value) ?? String(value);
+    throw invalidValue(`value ${shown} is not one of ${entries.map(([, m]) => JSON.stringify(m)).join(', ')} for point ${point.name}`);
+  }
+  return { value: hit[1], raw: Number(hit[0]) };
 }

@@ -4,7 +4,7 @@
  * them, so a request never builds an ISO string only to parse it back.
  */
 import { formatGoDuration } from './duration.js';
-import { HAS_VALUE, HAS_WRITE, STATES, STR_VALUE, STR_WRITE, type ShadowTable } from './table.js';
+import { HAS_VALUE, HAS_WRITE, STATES, STR_VALUE, STR_WRITE, UNAVAILABLE, type ShadowTable } from './table.js';
 import type { Device, DevicePoint, DeviceState, Value } from './types.js';
 import { ZERO_TIME_ISO } from './types.js';
 
@@ -16,6 +16,8 @@ export interface PointRecord {
   updatedAt: number;
   /** epoch ms; 0 = never written */
   writeAt: number;
+  /** Set when the device reported "not available" for the point: why value is null. */
+  reason?: string;
 }
 
 export interface DeviceRecord {
@@ -44,9 +46,11 @@ export function writeValueAt(t: ShadowTable, p: number): Value | null {
   return (flags & STR_WRITE) !== 0 ? t.ptWriteStr[p]! : t.ptWriteNum[p]!;
 }
 
-export const pointRecord = (t: ShadowTable, p: number, name: string): PointRecord => ({
-  name, value: valueAt(t, p), writeValue: writeValueAt(t, p), updatedAt: t.ptUpdatedAt[p]!, writeAt: t.ptWriteAt[p]!,
-});
+export function pointRecord(t: ShadowTable, p: number, name: string): PointRecord {
+  const r: PointRecord = { name, value: valueAt(t, p), writeValue: writeValueAt(t, p), updatedAt: t.ptUpdatedAt[p]!, writeAt: t.ptWriteAt[p]! };
+  if ((t.ptFlags[p]! & UNAVAILABLE) !== 0) r.reason = t.ptReason.get(p) ?? 'not available';
+  return r;
+}
 
 export function deviceRecord(t: ShadowTable, d: number): DeviceRecord {
   const slot = t.devices[d]!;
@@ -67,9 +71,11 @@ export function deviceRecord(t: ShadowTable, d: number): DeviceRecord {
 /** ISO 8601 for an epoch-ms time; 0 (never) is the seed's zero time. */
 export const isoTime = (ms: number): string => (ms === 0 ? ZERO_TIME_ISO : new Date(ms).toISOString());
 
-export const toDevicePoint = (r: PointRecord): DevicePoint => ({
-  name: r.name, value: r.value, writeValue: r.writeValue, updatedAt: isoTime(r.updatedAt), writeAt: isoTime(r.writeAt),
-});
+export function toDevicePoint(r: PointRecord): DevicePoint {
+  const p: DevicePoint = { name: r.name, value: r.value, writeValue: r.writeValue, updatedAt: isoTime(r.updatedAt), writeAt: isoTime(r.writeAt) };
+  if (r.reason !== undefined) p.reason = r.reason;
+  return p;
+}
 
 export function toDevice(r: DeviceRecord): Device {
   const points: Record<string, DevicePoint> = {};

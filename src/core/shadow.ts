@@ -9,7 +9,7 @@ import { GatewayError, invalidValue, unknownDevice, unknownPoint } from './error
 import type { PointChange } from './events.js';
 import { deviceRecord, pointRecord, toDevice, toDevicePoint, valueAt, writeValueAt, type DeviceRecord, type PointRecord } from './records.js';
 import { INITIALIZING, MAX_FAILURES, FAILURE_WINDOW_MS, MAYBE_OFFLINE, OFFLINE, ONLINE, ShadowBase } from './shadow-base.js';
-import { HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE } from './table.js';
+import { HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE, UNAVAILABLE } from './table.js';
 import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Value } from './types.js';
 
 export { FAILURE_WINDOW_MS, MAX_FAILURES, isOnlineState, type ShadowOptions, type ShadowStats } from './shadow-base.js';
@@ -86,7 +86,9 @@ export class Shadow extends ShadowBase {
     const dev = this.table.devices[d]!;
     // Pass 1 validates and resolves slots (one map lookup per point) before anything changes: atomicity.
     const names = Object.keys(values);
-    const n = names.length;
+    const reasons = opts.unavailable;
+    const unavailable = reasons ? Object.keys(reasons).filter((name) => !(name in values)) : [];
+    const n = names.length + unavailable.length;
     if (this.scratch.length < n) {
       this.scratch = new Int32Array(Math.max(n, this.scratch.length * 2));
       this.scratchValues = new Array<Value>(this.scratch.length);
@@ -94,7 +96,7 @@ export class Shadow extends ShadowBase {
     const slots = this.scratch;
     const vals = this.scratchValues;
     let missing = 0;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < names.length; i++) {
       const v = values[names[i]!]!;
       checkValue(names[i]!, v);
       const p = dev.points.get(names[i]!);
@@ -102,10 +104,16 @@ export class Shadow extends ShadowBase {
       slots[i] = p ?? -1;
       vals[i] = v;
     }
+    for (let i = 0; i < unavailable.length; i++) {
+      const p = dev.points.get(unavailable[i]!);
+      if (p === undefined) missing++;
+      slots[names.length + i] = p ?? -1;
+    }
     if (missing > this.table.freePointSlots) {
       throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${this.table.maxPoints} reached, cannot add points to ${id}`);
     }
-    this.apply(d, names, slots, vals, n);
+    if (unavailable.length > 0) names.push(...unavailable);
+    this.apply(d, names, slots, vals, names.length - unavailable.length, n, reasons);
   }
 
   private checkVersion(d: number, id: string, opts: SetOptions): void {
@@ -115,8 +123,11 @@ export class Shadow extends ShadowBase {
     }
   }
 
-  /** Pass 2 of an update: validated values into resolved slots (-1 = allocate), state and event. */
-  private apply(d: number, names: readonly string[], slots: Int32Array, vals: ArrayLike<Value>, n: number): void {
+  /**
+   * Pass 2 of an update: validated values into resolved slots (-1 = allocate), state and event. Entries from
+   * `valued` on are points without a value (the device's "not available"), with their reason in `reasons`.
+   */
+  private apply(d: number, names: readonly string[], slots: Int32Array, vals: ArrayLike<Value>, valued: number, n: number, reasons?: Readonly<Record<string, string>>): void {
     const t = this.table;
     const dev = t.devices[d]!;
     const now = this.clock.now();
@@ -127,7 +138,6 @@ export class Shadow extends ShadowBase {
     const updated = t.ptUpdatedAt;
     let changes: PointChange[] | undefined;
     for (let i = 0; i < n; i++) {
-      const v = vals[i]!;
       let p = slots[i]!;
       if (p < 0) {
         p = t.allocPoint();
@@ -137,17 +147,33 @@ export class Shadow extends ShadowBase {
       }
       const flags = ptFlags[p]!;
       let changed: boolean;
+      if (i >= valued) {
+        const reason = reasons![names[i]!]!;
+        changed = (flags & UNAVAILABLE) === 0 || t.ptReason.get(p) !== reason;
+        ptFlags[p] = (flags | UNAVAILABLE) & ~(HAS_VALUE | STR_VALUE);
+        t.ptStr[p] = undefined;
+        t.ptReason.set(p, reason);
+        updated[p] = now;
+        t.ptSeenMono[p] = mono;
+        if (listening && (changed || (flags & REPORT_ALWAYS) !== 0)) (changes ??= []).push({ name: names[i]!, value: null, reason });
+        continue;
+      }
+      const v = vals[i]!;
+      if ((flags & UNAVAILABLE) !== 0) {
+        ptFlags[p] = flags & ~UNAVAILABLE;
+        t.ptReason.delete(p);
+      }
       if (typeof v === 'number') {
         changed = (flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE || num[p] !== v;
         num[p] = v;
         if ((flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE) {
-          ptFlags[p] = (flags | HAS_VALUE) & ~STR_VALUE;
+          ptFlags[p] = (ptFlags[p]! | HAS_VALUE) & ~STR_VALUE;
           t.ptStr[p] = undefined;
         }
       } else {
         changed = (flags & (HAS_VALUE | STR_VALUE)) !== (HAS_VALUE | STR_VALUE) || t.ptStr[p] !== v;
         t.ptStr[p] = v;
-        ptFlags[p] = flags | HAS_VALUE | STR_VALUE;
+        ptFlags[p] = ptFlags[p]! | HAS_VALUE | STR_VALUE;
       }
       updated[p] = now;
       t.ptSeenMono[p] = mono;

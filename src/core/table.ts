@@ -16,6 +16,8 @@ export const STR_VALUE = 2;
 export const HAS_WRITE = 4;
 export const STR_WRITE = 8;
 export const REPORT_ALWAYS = 16;
+/** The device answered with its own "not available" marker: no value, a reason in ptReason. */
+export const UNAVAILABLE = 32;
 
 /** Per-device data that is not numeric: identity and the point index. */
 export interface DeviceSlot {
@@ -48,6 +50,8 @@ export class ShadowTable {
   readonly ptFlags: Uint8Array;
   readonly ptStr: (string | undefined)[];
   readonly ptWriteStr: (string | undefined)[];
+  /** Why a point flagged UNAVAILABLE has no value; sparse (only such points are in it). */
+  readonly ptReason = new Map<number, string>();
 
   private readonly freeDevices: Int32Array;
   private freeDeviceCount: number;
@@ -129,6 +133,7 @@ export class ShadowTable {
     this.ptFlags[index] = 0;
     this.ptStr[index] = undefined;
     this.ptWriteStr[index] = undefined;
+    this.ptReason.delete(index);
     this.freePoints[this.freePointCount++] = index;
   }
 }

@@ -20,6 +20,8 @@ export interface DevicePoint {
   writeValue: Value | null;
   updatedAt: string;
   writeAt: string;
+  /** Set when the device reported "not available" for the point: why value is null. */
+  reason?: string;
 }
 
 export interface Device {
@@ -49,4 +51,6 @@ export interface AddDeviceOptions {
 export interface SetOptions {
   /** Optimistic concurrency: refuse the update when the device's version differs. */
   expectedVersion?: number;
+  /** Points the device answered for with its own "not available" marker, and why: null values, same update. */
+  unavailable?: Readonly<Record<string, string>>;
 }

@@ -22,7 +22,7 @@ export interface SetResultPayload {
 /** `<base>/event/data`: the seed's data-change event. `time` local `YYYY-MM-DD HH:MM:SS`, `ts` epoch ms. */
 export interface DataEventPayload {
   id: string;
-  values: { name: string; value: Value }[];
+  values: { name: string; value: Value | null; reason?: string }[];
   time: string;
   ts: number;
 }

@@ -1,34 +1,35 @@
 /** The DataSink drivers report to: applies each point's model and feeds the shadow (rules 1–3). */
 import type { ResolvedDevice } from '../config/types.js';
 import { isDeviceFailure } from '../core/errors.js';
-import { fromRaw } from '../core/point-value.js';
+import { interpretRaw } from '../core/raw-values.js';
 import type { Shadow } from '../core/shadow.js';
-import type { Value } from '../core/types.js';
 import type { DataSink, RawValue } from '../drivers/types.js';
 import type { Logger } from '../util/logger.js';
 
 export interface ShadowSink extends DataSink {
-  /** Applies raw values now and returns the shadow values written (used by the read/write pipeline). */
-  apply(deviceId: string, values: Record<string, RawValue>): Record<string, Value>;
+  /** Applies raw values now (used by the read/write pipeline). */
+  apply(deviceId: string, values: Record<string, RawValue>): void;
 }
 
 export function createShadowSink(shadow: Shadow, devices: ReadonlyMap<string, ResolvedDevice>, log: Logger): ShadowSink {
-  const apply = (deviceId: string, raw: Record<string, RawValue>): Record<string, Value> => {
+  /**
+   * Last raw value of every scale-factor point (SunSpec), per device config: a readPoint of one scaled point
+   * reads no scale factor with it and uses the last one polled.
+   */
+  const scaleFactors = new WeakMap<ResolvedDevice, Map<string, RawValue>>();
+  const apply = (deviceId: string, raw: Record<string, RawValue>): void => {
     const device = devices.get(deviceId);
-    const out: Record<string, Value> = {};
-    if (!device) return out;
-    for (const name in raw) {
-      const point = device.points.get(name);
-      const value = point ? fromRaw(point, raw[name]!) : undefined;
-      if (value === undefined) {
-        log.warn({ device: deviceId, point: name, raw: raw[name] }, 'value dropped: not a value of this point');
-        continue;
-      }
-      out[name] = value;
+    if (!device) return;
+    let known = scaleFactors.get(device);
+    for (const p of device.points.values()) {
+      if (p.scale_factor === undefined) continue;
+      const r = raw[p.scale_factor];
+      if (r !== undefined) (known ??= new Map()).set(p.scale_factor, r);
     }
-    // Atomic: one shadow update, one dataChange event per request.
-    shadow.SetDevicePoints(deviceId, out);
-    return out;
+    if (known) scaleFactors.set(device, known);
+    const { values, unavailable } = interpretRaw(device.points, raw, (name) => known?.get(name));
+    // Atomic: one shadow update, one dataChange event per request; "not available" points are null with their reason.
+    shadow.SetDevicePoints(deviceId, values, { unavailable });
   };
   return {
     apply,

@@ -9,7 +9,7 @@ import { resolveDevices } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { Clock } from '../core/clock.js';
 import { GatewayError, badRequest } from '../core/errors.js';
-import { fromRaw } from '../core/point-value.js';
+import { interpretRaw } from '../core/raw-values.js';
 import type { Value } from '../core/types.js';
 import type { ApplyResult, ConfigProblem, ConfigService, ModelInfo } from '../api/context.js';
 import type { Logger } from '../util/logger.js';
@@ -150,7 +150,7 @@ export class ConfigManager implements ConfigService {
     return driver.scan(from, to);
   }
 
-  async testRead(device: unknown): Promise<{ values: Record<string, Value>; errors: Record<string, string> }> {
+  async testRead(device: unknown): Promise<{ values: Record<string, Value>; errors: Record<string, string>; unavailable: Record<string, string> }> {
     if (!isObj(device) || typeof device.id !== 'string') throw badRequest('the device must be a JSON object with an id');
     const next = this.editable();
     next.devices = [...(next.devices as unknown[]).filter((d) => !(isObj(d) && d.id === device.id)), device];
@@ -160,13 +160,8 @@ export class ConfigManager implements ConfigService {
     if (!driver) throw badRequest(`bus ${resolved.config.bus} is not running`);
     if (!driver.probe) throw badRequest(`bus ${resolved.config.bus} cannot test-read a device`);
     const { values: raw, errors } = await driver.probe(resolved);
-    const values: Record<string, Value> = {};
-    for (const [name, v] of Object.entries(raw)) {
-      const point = resolved.points.get(name);
-      const value = point ? fromRaw(point, v) : undefined;
-      if (value !== undefined) values[name] = value;
-    }
-    return { values, errors };
+    const { values, unavailable } = interpretRaw(resolved.points, raw);
+    return { values, errors, unavailable };
   }
 
   private editable(): Record<string, unknown> {

@@ -35,7 +35,7 @@ test('reference notation: wrong table, out of range, not a reference', () => {
     'models.meter.points[0].modbus.address: reference "465537" is out of range (the highest is 465536)',
   ]);
   assert.equal(problemsOf(modbusConfig([holding('4x0001')])), [
-    'models.meter.points[0].modbus.address: must be an integer address or reference notation like "40001", "30001", "10001", "00001" (got "4x0001")',
+    'models.meter.points[0].modbus.address: must be an integer address, hex text like "0x0156" or reference notation like "40001", "30001", "10001", "00001" (got "4x0001")',
   ]);
   assert.equal(problemsOf(modbusConfig([holding(65535, { data_type: 'float32' })])), [
     'models.meter.points[0].modbus.address: the value would end at address 65536, beyond 65535',
@@ -46,7 +46,7 @@ test('modbus point rules: data_type vs type, bit, length, coils', () => {
   const problems = problemsOf(modbusConfig([
     { name: 'a', type: 'int', modbus: { table: 'holding', address: 0, data_type: 'string', length: 4 } },
     { name: 'b', type: 'string', modbus: { table: 'holding', address: 4, data_type: 'string' } },
-    { name: 'c', type: 'int', modbus: { table: 'holding', address: 8, data_type: 'int32', bit: 3 } },
+    { name: 'c', type: 'int', modbus: { table: 'holding', address: 8, data_type: 'float32', bit: 3 } },
     { name: 'd', type: 'int', modbus: { table: 'coil', address: 0, data_type: 'uint16' } },
     { name: 'e', type: 'int', modbus: { table: 'holding', address: 9, data_type: 'uint16', bit: 15 } },
     { name: 'f', type: 'int', modbus: { table: 'discrete', address: 0, data_type: 'bool' } },
@@ -54,7 +54,7 @@ test('modbus point rules: data_type vs type, bit, length, coils', () => {
   assert.equal(problems, [
     'models.meter.points[0].modbus.data_type: data_type "string" does not fit point type "int" (string goes only with string)',
     'models.meter.points[1].modbus.length: is required for data_type "string"',
-    'models.meter.points[2].modbus.bit: bit is only for data_type int16 or uint16 (got "int32")',
+    'models.meter.points[2].modbus.bit: bit is only for data_type int16, uint16, int32 or uint32 (got "float32")',
     'models.meter.points[3].modbus.data_type: a coil holds one bit: data_type must be "bool" (got "uint16")',
   ]);
 });
@@ -216,6 +216,29 @@ test('driver checkers add their problems; a throwing checker is one problem', ()
   const raw = { buses: [{ id: 'sim', driver: 'simulator' }], models: { m: { points: [{ name: 'p', type: 'int', sim: { fn: 'counter' } }] } }, devices: [{ id: 'x1', model: 'm', bus: 'sim' }] };
   assert.equal(problemsOf(raw, { checkers: [pins, broken] }), ['devices.x1: no x allowed', "(root): a driver's config check failed: boom"]);
   assert.is(validateConfig(raw, { env: {}, models: {}, checkers: [] }).devices.length, 1);
+});
+
+
+test('device markers: scale_factor names a point polled with it, coded meanings fit the type, 32-bit bit fields and scaled points are read-only, SunSpec points need the model\'s sunspec', () => {
+  const problems = problemsOf(modbusConfig([
+    { name: 'a', type: 'float', access: 'RW', scale_factor: 'a_sf', modbus: { table: 'holding', address: 0, data_type: 'uint16' } },
+    { name: 'a_sf', type: 'int', poll: '5s', modbus: { table: 'holding', address: 1, data_type: 'int16' } },
+    { name: 'b', type: 'float', scale_factor: 'nope', modbus: { table: 'holding', address: 2, data_type: 'uint16' } },
+    { name: 'st', type: 'string', values: { 1: 'off', 2: 3 }, modbus: { table: 'holding', address: 3, data_type: 'uint16' } },
+    { name: 'ev', type: 'int', access: 'RW', modbus: { table: 'holding', address: 4, data_type: 'uint32', bit: 20 } },
+    { name: 'ss', type: 'int', modbus: { table: 'holding', address: 2, data_type: 'uint16', sunspec_model: 103 } },
+    { name: 'ok', type: 'string', values: { 1: 'off', 4: 'mppt' }, invalid: [{ raw: '0xFFFF', reason: 'not implemented' }], modbus: { table: 'holding', address: '0x0010', data_type: 'uint16' } },
+  ]));
+  assert.equal(problems, [
+    'models.meter.points[0].scale_factor: "a_sf" must be polled with this point (same poll)',
+    'models.meter.points[0].access: a point with a scale_factor is read-only (access "R")',
+    'models.meter.points[2].scale_factor: no point named "nope" in this model',
+    'models.meter.points[3].values.2: must be text for a point of type "string"',
+    'models.meter.points[4].access: a bit field in a 32-bit register is read-only (access "R")',
+    'models.meter.points[5].modbus.sunspec_model: needs the model\'s "sunspec" (where to look for the "SunS" marker)',
+  ]);
+  assert.equal(problemsOf(modbusConfig([{ name: 'x', type: 'float', invalid: [{ raw: '7FFF', reason: 'overflow' }], modbus: { table: 'holding', address: 0, data_type: 'int16' } }])),
+    ['models.meter.points[0].invalid[0].raw: must be a number or hex text like "0x7FFFFFFF" (got "7FFF")']);
 });
 
 test.run();

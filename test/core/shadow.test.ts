@@ -368,4 +368,24 @@ test('a TTL sweep that changes no state is no change: nothing to save (an idle g
   assert.ok(shadow.changeSeq > seq, 'going offline is a change');
 });
 
+test('a point the device reports "not available" is null with its reason, the device stays online, a value clears it', () => {
+  const { shadow, of } = setup();
+  shadow.AddDevice('em', 'em111', TTL, { points: [{ name: 'voltage' }, { name: 'current' }] });
+  shadow.SetDevicePoints('em', { voltage: 230.1, current: 5 });
+  shadow.SetDevicePoints('em', { current: 5.25 }, { unavailable: { voltage: 'overflow' } });
+  assert.is(shadow.GetDevicePoint('em', 'voltage'), null);
+  assert.is(shadow.GetDevicePoint('em', 'current'), 5.25);
+  assert.is(shadow.GetPointRecord('em', 'voltage').reason, 'overflow');
+  assert.is(shadow.GetDevicePointDetails('em', 'voltage').reason, 'overflow');
+  assert.is(shadow.GetDeviceState('em'), 'Online');
+  const last = of('dataChange').at(-1) as { values: { name: string; value: unknown; reason?: string }[] };
+  assert.equal(last.values, [{ name: 'current', value: 5.25 }, { name: 'voltage', value: null, reason: 'overflow' }]);
+  const events = of('dataChange').length;
+  shadow.SetDevicePoints('em', { current: 5.25 }, { unavailable: { voltage: 'overflow' } });
+  assert.is(of('dataChange').length, events, 'the same reason again is no change');
+  shadow.SetDevicePoints('em', { voltage: 229.9 });
+  assert.is(shadow.GetDevicePoint('em', 'voltage'), 229.9);
+  assert.is(shadow.GetPointRecord('em', 'voltage').reason, undefined);
+});
+
 test.run();

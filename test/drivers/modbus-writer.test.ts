@@ -76,4 +76,17 @@ test('degradation: after 3 failures skipped, probed with doubling backoff, resto
   assert.ok(h.mayPoll(7021));
 });
 
+
+test('a device that refuses FC06 gets a lone register, and a bit\'s read-modify-write, as FC16; its FC16 cap splits runs', () => {
+  const fc16 = { singleAsFc16: true, maxRegisters: 4 };
+  const ops = planWrites([
+    { point: pt('addr', { table: 'holding', address: 0x15, data_type: 'uint16' }), value: 3 },
+    { point: pt('a', { table: 'holding', address: 100, data_type: 'float32' }), value: 1 },
+    { point: pt('b', { table: 'holding', address: 102, data_type: 'float32' }), value: 2 },
+    { point: pt('c', { table: 'holding', address: 104, data_type: 'float32' }), value: 3 },
+  ], fc16);
+  assert.equal(ops.map((o) => (o.kind === 'wire' ? [o.req.fc, o.req.address, 'values' in o.req ? o.req.values.length : 1] : [])), [[16, 0x15, 1], [16, 100, 4], [16, 104, 2]]);
+  assert.throws(() => planWrites([{ point: pt('d', { table: 'holding', address: 0, data_type: 'float64' }), value: 1 }], { singleAsFc16: false, maxRegisters: 2 }), /needs 4 registers; the device takes at most 2 per write/);
+});
+
 test.run();

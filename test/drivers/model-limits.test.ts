@@ -57,4 +57,29 @@ test('a device config can narrow the model\'s limit, never widen it', () => {
   assert.ok(largest[1]! <= 60, `not widened: ${largest[1]}`);
 });
 
+
+test('a model\'s max_gap and max_bits bound the plan; a device can narrow max_gap; write options come from the model', () => {
+  const pts = [0, 2, 10].map((a) => ({ name: `p${a}`, type: 'float', modbus: { table: 'holding', address: a, data_type: 'float32' } }));
+  const coils = Array.from({ length: 20 }, (_, i) => ({ name: `c${i}`, type: 'int', modbus: { table: 'coil', address: i, data_type: 'bool' } }));
+  const config = validateConfig({
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+    models: {
+      strict: { limits: { max_gap: 0, max_bits: 8, max_write_registers: 2 }, write: { single_register: 'fc16' }, points: [...pts, ...coils] },
+      loose: { points: pts },
+    },
+    devices: [
+      { id: 'strict', model: 'strict', bus: 'rs485', unit_id: 1 },
+      { id: 'loose', model: 'loose', bus: 'rs485', unit_id: 2 },
+      { id: 'narrowed', model: 'loose', bus: 'rs485', unit_id: 3, max_gap: 0 },
+    ],
+  }, { env: {}, checkers: [], models: {} });
+  const [strict, loose, narrowed] = resolveDevices(config).map((d) => compileDevice(d, { cost: rtuCostModel(9600), maxRegisters: 125, maxGap: 'auto' }, DEFAULT_HEALTH));
+  const spans = (d: typeof strict) => d!.groups.flatMap((g) => g.requests).map((r) => `${r.table}:${r.address}+${r.count}`);
+  assert.equal(spans(loose), ['holding:0+12'], 'bridging the gap is cheaper at 9600 baud');
+  assert.equal(spans(narrowed), ['holding:0+4', 'holding:10+2']);
+  assert.equal(spans(strict), ['holding:0+4', 'holding:10+2', 'coil:0+8', 'coil:8+8', 'coil:16+4']);
+  assert.equal(strict!.write, { singleAsFc16: true, maxRegisters: 2 });
+  assert.equal(loose!.write, { singleAsFc16: false, maxRegisters: 123 });
+});
+
 test.run();

@@ -100,6 +100,7 @@ export function AddDevice({ editId }) {
         </div>
         ${probe?.values && html`<div class="probe" role="status"><h2>Test read</h2><table><tbody>
           ${Object.entries(probe.values).map(([k, v]) => html`<tr><th scope="row">${k}</th><td class="num">${String(v)}</td></tr>`)}
+          ${Object.entries(probe.unavailable ?? {}).map(([k, v]) => html`<tr><th scope="row">${k}</th><td>not available (${v})</td></tr>`)}
           ${Object.entries(probe.errors).map(([k, v]) => html`<tr><th scope="row">${k}</th><td class="error">${v}</td></tr>`)}
         </tbody></table></div>`}
         ${probe?.error && html`<div class="error" role="alert">${probe.error}<ul>${(probe.problems ?? []).map((p) => html`<li>${p}</li>`)}</ul></div>`}

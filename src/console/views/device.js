@@ -98,7 +98,7 @@ export function Device({ id }) {
             const q = quality(d, p);
             return html`<tr key=${p.name}>
               <th scope="row">${p.name}</th>
-              <td class="num value" data-point=${p.name}>${p.value === null ? '—' : String(p.value)}</td>
+              <td class="num value" data-point=${p.name}>${p.value === null ? (p.reason ? `— (${p.reason})` : '—') : String(p.value)}</td>
               <td>${m?.unit ?? ''}</td>
               <td><span class=${`badge q-${q}`}>${q}</span></td>
               <td class="time">${p.updated_at.startsWith('0001') ? '' : p.updated_at}</td>

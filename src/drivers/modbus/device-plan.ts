@@ -16,6 +16,26 @@ export interface ModbusPoint {
   width: number;
   access: Access;
   pollMs: number;
+  /** SunSpec model ids the point may live in; block.address is the offset in that block until resolved. */
+  sunspec?: number[];
+}
+
+/** How the device wants writes (its model's `write` and `limits`). */
+export interface WriteOptions {
+  /** Send a lone register (and a bit's read-modify-write) as FC16: some meters refuse FC06. */
+  singleAsFc16: boolean;
+  /** Most registers in one FC16. */
+  maxRegisters: number;
+}
+
+/** A SunSpec device until its map is found: where to look, and what was found. */
+export interface SunspecState {
+  search: number[];
+  /** Model id → address of its ID register; null until discovered. */
+  models: Map<number, number> | null;
+  /** The poller's discovery run: in flight, and when to try again (monotonic ms). */
+  running: boolean;
+  nextDue: number;
 }
 
 /**
@@ -41,6 +61,9 @@ export interface CompiledDevice {
   points: Map<string, ModbusPoint>;
   groups: PollGroup[];
   planOptions: PlanOptions;
+  write: WriteOptions;
+  /** Present on SunSpec devices: their points are planned once the chain is walked (drivers/modbus/sunspec.ts). */
+  sunspec?: SunspecState;
   health: DeviceHealth;
   /** Config problems found while compiling (points skipped); reported once at start. */
   problems: string[];
@@ -53,19 +76,49 @@ export function planGroup(points: readonly ModbusPoint[], options: PlanOptions, 
   return planReads(planPoints, level === 1 ? { ...options, maxGap: 0 } : options);
 }
 
+/** The narrower of two gap limits: a number beats "auto", the smaller number wins. */
+function narrowGap(a: PlanOptions['maxGap'], b: 'auto' | number | undefined): PlanOptions['maxGap'] {
+  if (b === undefined || b === 'auto') return a;
+  return a === undefined || a === 'auto' ? b : Math.min(a, b);
+}
+
+/** The device's plan options: the bus's, narrowed by its model's documented limits and the device's own config. */
+function devicePlanOptions(device: ResolvedDevice, bus: PlanOptions): PlanOptions {
+  const cfg = device.config;
+  const limits = device.model.limits ?? {};
+  const caps = [bus.maxRegisters, cfg.max_registers, limits.max_registers].filter((n): n is number => typeof n === 'number');
+  const options: PlanOptions = { ...bus, maxGap: narrowGap(narrowGap(bus.maxGap, limits.max_gap), cfg.max_gap) };
+  if (caps.length > 0) options.maxRegisters = Math.min(...caps);
+  if (limits.max_bits !== undefined) options.maxBits = Math.min(bus.maxBits ?? limits.max_bits, limits.max_bits);
+  return options;
+}
+
+/** Poll groups (one per interval) of every point that has a wire address; problems go to `problems`. */
+export function planGroups(points: Iterable<ModbusPoint>, options: PlanOptions, problems: string[]): PollGroup[] {
+  const byInterval = new Map<number, ModbusPoint[]>();
+  for (const p of points) {
+    if (p.access === 'W' || p.sunspec) continue; // write-only points (a reset command) are never polled; SunSpec ones wait for the map
+    const list = byInterval.get(p.pollMs) ?? [];
+    list.push(p);
+    byInterval.set(p.pollMs, list);
+  }
+  const groups: PollGroup[] = [];
+  for (const [intervalMs, list] of [...byInterval].sort((a, b) => a[0] - b[0])) {
+    try {
+      groups.push({ intervalMs, points: list, requests: planGroup(list, options, 0), level: 0, nextDue: 0, running: false, lastCycleMs: null });
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  return groups;
+}
+
 export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, health: HealthOptions): CompiledDevice {
   const cfg = device.config;
   const problems: string[] = [];
   const unit = cfg.unit_id ?? 1;
   if (!Number.isInteger(unit) || unit < 0 || unit > 255) problems.push(`unit_id ${String(unit)} is out of range (1..247 on RS-485)`);
-  // The device's own limit (its model, from the manufacturer's document) and the integrator's narrowing.
-  const caps = [cfg['max_registers'], device.model.limits?.max_registers].filter((n): n is number => typeof n === 'number');
-  const deviceCap = caps.length > 0 ? Math.min(...caps) : undefined;
-  const planOptions: PlanOptions = {
-    ...busOptions,
-    // The planner caps at the protocol's 125; a device may narrow the bus's cap.
-    ...(deviceCap === undefined ? {} : { maxRegisters: Math.min(busOptions.maxRegisters ?? deviceCap, deviceCap) }),
-  };
+  const planOptions = devicePlanOptions(device, busOptions);
   const points = new Map<string, ModbusPoint>();
   for (const p of device.model.points) {
     if (!p.modbus) {
@@ -79,24 +132,21 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
     }
     // The config was validated (schema defaults, config/model-checks.ts's block check): only the address is resolved here.
     const block: ModbusPointBlock = { ...p.modbus, address };
-    points.set(p.name, { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll });
+    const point: ModbusPoint = { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll };
+    const sunspec = p.modbus.sunspec_model;
+    if (sunspec !== undefined && device.model.sunspec) point.sunspec = Array.isArray(sunspec) ? sunspec : [sunspec];
+    points.set(p.name, point);
   }
-  const byInterval = new Map<number, ModbusPoint[]>();
-  for (const p of points.values()) {
-    if (p.access === 'W') continue; // write-only points (a reset command) are never polled
-    const list = byInterval.get(p.pollMs) ?? [];
-    list.push(p);
-    byInterval.set(p.pollMs, list);
-  }
-  const groups: PollGroup[] = [];
-  for (const [intervalMs, list] of [...byInterval].sort((a, b) => a[0] - b[0])) {
-    try {
-      groups.push({ intervalMs, points: list, requests: planGroup(list, planOptions, 0), level: 0, nextDue: 0, running: false, lastCycleMs: null });
-    } catch (err) {
-      problems.push((err as Error).message);
-    }
-  }
-  return { id: cfg.id, unit, points, groups, planOptions, health: new DeviceHealth(health), problems, counters: { polls: 0, failures: 0 } };
+  const write: WriteOptions = {
+    singleAsFc16: device.model.write?.single_register === 'fc16',
+    maxRegisters: Math.min(device.model.limits?.max_write_registers ?? 123, 123),
+  };
+  const compiled: CompiledDevice = {
+    id: cfg.id, unit, points, groups: planGroups(points.values(), planOptions, problems), planOptions, write,
+    health: new DeviceHealth(health), problems, counters: { polls: 0, failures: 0 },
+  };
+  if (device.model.sunspec) compiled.sunspec = { search: device.model.sunspec.search, models: null, running: false, nextDue: 0 };
+  return compiled;
 }
 
 /** Values of every point of a request from the words/bits that came back. */

@@ -14,6 +14,10 @@ import { Poller } from './poller.js';
 import { READ_FC, type ModbusTransport } from './transport.js';
 import { scanUnits } from './link.js';
 import { executeWrites, planWrites } from './writer.js';
+import { placeSunspecPoints, walkSunspec } from './sunspec.js';
+
+const sunspecPending = (d: CompiledDevice): GatewayError =>
+  new GatewayError('SUNSPEC_PENDING', `the SunSpec map of ${d.id} is not found yet (no answer from unit ${d.unit} so far)`);
 
 /** Knobs that are not user config; tests shorten them. */
 export interface ModbusTuning {
@@ -69,8 +73,9 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     return planWrites(values.map(({ name, value }) => {
       const point = d.points.get(name);
       if (!point) throw unknownPoint(name);
+      if (point.sunspec) throw sunspecPending(d);
       return { point, value: value as RawPointValue };
-    }));
+    }), d.write);
   };
 
   /**
@@ -152,6 +157,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     async read(deviceId: string, names: readonly string[]): Promise<Record<string, RawValue>> {
       const d = device(deviceId);
       const points = names.map((n) => d.points.get(n) ?? (() => { throw unknownPoint(n); })());
+      if (points.some((p) => p.sunspec)) throw sunspecPending(d);
       guard(d);
       const key = `${deviceId}\u0000${[...names].sort().join('\u0000')}`;
       let pending = inflight.get(key);
@@ -166,6 +172,11 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       const d = compileDevice(resolved, parts.plan, health);
       if (d.problems.length > 0) throw new GatewayError('CONFIG_INVALID', d.problems.join('; '));
       const errors: Record<string, string> = {};
+      if (d.sunspec) {
+        const models = await track(d, () => walkSunspec((address, count) => owner.enqueue(PRIORITY.read, (io) =>
+          io.request(d.unit, { fc: 3, address, count }, parts.retries)) as Promise<number[]>, d.sunspec!.search));
+        for (const name of placeSunspecPoints(d, models)) errors[name] = `not in this device's SunSpec models (${[...models.keys()].join(', ')})`;
+      }
       const readable = [...d.points.values()].filter((p) => p.access !== 'W');
       return { values: await readPoints(d, readable, errors), errors };
     },
@@ -179,7 +190,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       const ops = planFor(deviceId, values); // throws INVALID_VALUE before anything is queued
       if (ops.length === 0) return;
       guard(d);
-      await track(d, () => owner.enqueue(PRIORITY.write, (io) => executeWrites(io, d.unit, ops, parts.retries)));
+      await track(d, () => owner.enqueue(PRIORITY.write, (io) => executeWrites(io, d.unit, ops, parts.retries, d.write)));
     },
 
     stats() {

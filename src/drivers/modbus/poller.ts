@@ -7,10 +7,11 @@
 import type { Clock } from '../../core/clock.js';
 import type { DataSink, RawValue } from '../types.js';
 import type { Logger } from '../../util/logger.js';
-import { GatewayError } from '../../core/errors.js';
+import { GatewayError, isGatewayError } from '../../core/errors.js';
 import { LinkDownError, PRIORITY, type BusOwner } from './bus-owner.js';
 import { decodeResponse, planGroup, type CompiledDevice, type PollGroup } from './device-plan.js';
 import { READ_FC } from './transport.js';
+import { placeSunspecPoints, walkSunspec } from './sunspec.js';
 
 export interface PollerOptions {
   retries: number;
@@ -64,6 +65,22 @@ export class Poller {
     const now = this.options.clock.mono();
     let next = Infinity;
     for (const d of this.devices) {
+      const sunspec = d.sunspec;
+      if (sunspec && sunspec.models === null) {
+        // A SunSpec device is polled once its map is found (drivers/modbus/sunspec.ts).
+        if (sunspec.running) continue;
+        const due = d.health.degraded ? Math.max(sunspec.nextDue, d.health.probeAt) : sunspec.nextDue;
+        if (due <= now) {
+          const run = this.discover(d).finally(() => {
+            this.running.delete(run);
+            this.schedule();
+          });
+          this.running.add(run);
+        } else {
+          next = Math.min(next, due);
+        }
+        continue;
+      }
       for (const g of d.groups) {
         if (g.running) continue;
         const due = d.health.degraded ? Math.max(g.nextDue, d.health.probeAt) : g.nextDue;
@@ -132,6 +149,30 @@ export class Poller {
     if (this.stopped) return;
     if (read) sink.data(device.id, values);
     if (failure) sink.failure(device.id, failure);
+  }
+
+  /** Walks a SunSpec device's model chain at poll priority; a device that does not answer is a failure, retried at its poll rate. */
+  private async discover(device: CompiledDevice): Promise<void> {
+    const { clock, sink, log } = this.options;
+    const state = device.sunspec!;
+    state.running = true;
+    try {
+      const models = await walkSunspec((address, count) => this.bus.enqueue(PRIORITY.poll, (io) =>
+        io.request(device.unit, { fc: 3, address, count }, device.health.suspect ? 0 : this.options.retries)) as Promise<number[]>, state.search);
+      device.health.answered();
+      if (this.stopped) return;
+      const missing = placeSunspecPoints(device, models);
+      log.info({ device: device.id, models: [...models.keys()], left_out: missing }, 'SunSpec map found');
+    } catch (err) {
+      if (this.stopped) return;
+      const error = err instanceof Error ? err : new Error(String(err));
+      if (isGatewayError(error) && (error.code === 'MODBUS_EXCEPTION' || error.code === 'SUNSPEC_NOT_FOUND')) device.health.answered();
+      else if (!(error instanceof LinkDownError)) device.health.failed(clock.mono());
+      state.nextDue = clock.mono() + Math.max(1000, Math.min(...device.groups.map((g) => g.intervalMs), [...device.points.values()][0]?.pollMs ?? 5000));
+      sink.failure(device.id, error);
+    } finally {
+      state.running = false;
+    }
   }
 
   /** Exception 2/3 on a merged read: the device lacks registers in between. Replan one level finer. */

@@ -6,13 +6,17 @@
  */
 import { invalidValue } from '../../core/errors.js';
 import { applyBit, encodeBit, encodeRegisters, type RawPointValue } from '../../protocol/modbus/codec.js';
-import type { ModbusPoint } from './device-plan.js';
+import type { ModbusPoint, WriteOptions } from './device-plan.js';
 import type { BusIo } from './bus-owner.js';
 import type { WireRequest } from './transport.js';
 
 /** Spec limits for one write request: FC15 1968 coils, FC16 123 registers. */
 const MAX_WRITE_COILS = 1968;
-const MAX_WRITE_REGISTERS = 123;
+export const DEFAULT_WRITE: WriteOptions = { singleAsFc16: false, maxRegisters: 123 };
+
+/** One register write the way the device takes it: FC06, or FC16 with one register (DDS238-2, iEM3000). */
+const oneRegister = (address: number, value: number, options: WriteOptions): WireRequest =>
+  options.singleAsFc16 ? { fc: 16, address, values: [value] } : { fc: 6, address, value };
 
 export type WriteOp =
   | { kind: 'wire'; req: WireRequest }
@@ -35,7 +39,7 @@ function runs<T>(items: { address: number; values: T[] }[], max: number): Chunk<
   return out;
 }
 
-export function planWrites(writes: readonly { point: ModbusPoint; value: RawPointValue }[]): WriteOp[] {
+export function planWrites(writes: readonly { point: ModbusPoint; value: RawPointValue }[], options: WriteOptions = DEFAULT_WRITE): WriteOp[] {
   const coils = new Map<number, boolean>();
   const words = new Map<number, { address: number; values: number[] }>();
   const bits = new Map<number, { point: ModbusPoint; value: number }[]>();
@@ -55,22 +59,24 @@ export function planWrites(writes: readonly { point: ModbusPoint; value: RawPoin
         const overlaps = b.address < w.address + w.values.length && w.address < b.address + point.width;
         if (overlaps) throw invalidValue(`point ${point.name} overlaps another point written in the same batch`);
       }
-      words.set(b.address, { address: b.address, values: encodeRegisters(b, value, point.name) });
+      const encoded = encodeRegisters(b, value, point.name);
+      if (encoded.length > options.maxRegisters) throw invalidValue(`point ${point.name} needs ${encoded.length} registers; the device takes at most ${options.maxRegisters} per write`);
+      words.set(b.address, { address: b.address, values: encoded });
     }
   }
   const ops: WriteOp[] = [];
   for (const run of runs([...coils].map(([address, v]) => ({ address, values: [v] })), MAX_WRITE_COILS)) {
     ops.push({ kind: 'wire', req: run.values.length === 1 ? { fc: 5, address: run.address, value: run.values[0]! } : { fc: 15, address: run.address, values: run.values } });
   }
-  for (const run of runs([...words.values()], MAX_WRITE_REGISTERS)) {
-    ops.push({ kind: 'wire', req: run.values.length === 1 ? { fc: 6, address: run.address, value: run.values[0]! } : { fc: 16, address: run.address, values: run.values } });
+  for (const run of runs([...words.values()], Math.min(options.maxRegisters, 123))) {
+    ops.push({ kind: 'wire', req: run.values.length === 1 ? oneRegister(run.address, run.values[0]!, options) : { fc: 16, address: run.address, values: run.values } });
   }
   for (const [address, list] of [...bits].sort((a, b) => a[0] - b[0])) ops.push({ kind: 'bits', address, bits: list });
   return ops;
 }
 
 /** Runs the ops in order inside one bus slot; the first failure stops the batch and is thrown. */
-export async function executeWrites(io: BusIo, unit: number, ops: readonly WriteOp[], retries = 0): Promise<void> {
+export async function executeWrites(io: BusIo, unit: number, ops: readonly WriteOp[], retries = 0, options: WriteOptions = DEFAULT_WRITE): Promise<void> {
   for (const op of ops) {
     if (op.kind === 'wire') {
       await io.request(unit, op.req, retries); // absolute values: repeating a write is safe
@@ -79,6 +85,6 @@ export async function executeWrites(io: BusIo, unit: number, ops: readonly Write
     const [current] = (await io.request(unit, { fc: 3, address: op.address, count: 1 }, retries)) as number[];
     let word = current ?? 0;
     for (const { point, value } of op.bits) word = applyBit(word, point.block, value);
-    await io.request(unit, { fc: 6, address: op.address, value: word });
+    await io.request(unit, oneRegister(op.address, word, options));
   }
 }

@@ -30,6 +30,14 @@ export function parseReference(ref: string): ParsedReference | string {
 }
 
 /**
+ * Hex text ("0x0156") is the 0-based wire address as Eastron and PZEM manuals print it — taken as written,
+ * so nobody converts by hand (where copy errors come from). Null when the text is not hex.
+ */
+export function parseHexAddress(text: string): number | null {
+  return /^0[xX][0-9a-fA-F]{1,4}$/.test(text.trim()) ? Number.parseInt(text.trim().slice(2), 16) : null;
+}
+
+/**
  * Resolves a point's `address` (0-based number or reference string) against its declared table; a
  * reference whose prefix names another table is refused, since that is almost always a copy error.
  */
@@ -41,6 +49,8 @@ export function resolveAddress(address: number | string, table: ModbusTable): nu
     return address;
   }
   if (/^\d+$/.test(address) && address.length < 5) return resolveAddress(Number(address), table);
+  const hex = parseHexAddress(address);
+  if (hex !== null) return hex;
   const parsed = parseReference(address);
   if (typeof parsed === 'string') return parsed;
   if (parsed.table !== table) return `reference "${address}" is in the ${parsed.table} table, but the point says ${table}`;

@@ -6,11 +6,11 @@ import { isBitTable, pointWidth } from './codec.js';
 import type { ModbusBlock } from './types.js';
 
 export interface BlockProblem {
-  key: 'address' | 'data_type' | 'bit' | 'length';
+  key: 'address' | 'data_type' | 'bit' | 'bits' | 'length';
   message: string;
 }
 
-type CheckedBlock = Pick<ModbusBlock, 'table' | 'data_type'> & Partial<Pick<ModbusBlock, 'length' | 'bit'>> & { address?: unknown };
+type CheckedBlock = Pick<ModbusBlock, 'table' | 'data_type'> & Partial<Pick<ModbusBlock, 'length' | 'bit' | 'bits'>> & { address?: unknown };
 
 /** Problems of one block; `pointType` is the point's type (int, float, string) when known. */
 export function blockProblems(block: CheckedBlock, pointType?: string): BlockProblem[] {
@@ -22,10 +22,15 @@ export function blockProblems(block: CheckedBlock, pointType?: string): BlockPro
   }
   if (dt === 'bool' && pointType === 'float') add('data_type', 'data_type "bool" needs point type "int" (reads as 0/1)');
   if (isBitTable(block.table) && dt !== 'bool') add('data_type', `a ${block.table} holds one bit: data_type must be "bool" (got "${dt}")`);
+  if (block.bits !== undefined && block.bit === undefined) add('bits', 'needs bit (where the field starts)');
   if (block.bit !== undefined) {
+    // Bit fields live in 16-bit registers and, read-only, in 32-bit ones (status words of inverters and meters).
+    const size = dt === 'int16' || dt === 'uint16' ? 16 : dt === 'int32' || dt === 'uint32' ? 32 : 0;
+    const bits = block.bits ?? 1;
     if (isBitTable(block.table)) add('bit', `bit is only for register tables, not ${block.table}`);
-    else if (dt !== 'int16' && dt !== 'uint16') add('bit', `bit is only for data_type int16 or uint16 (got "${dt}")`);
-    if (!Number.isInteger(block.bit) || block.bit < 0 || block.bit > 15) add('bit', `bit ${block.bit} is out of range (0..15)`);
+    else if (size === 0) add('bit', `bit is only for data_type int16, uint16, int32 or uint32 (got "${dt}")`);
+    else if (!Number.isInteger(block.bit) || block.bit < 0 || block.bit >= size) add('bit', `bit ${block.bit} is out of range (0..${size - 1})`);
+    else if (!Number.isInteger(bits) || bits < 1 || block.bit + bits > size) add('bits', `bits ${bits} from bit ${block.bit} run past the ${size}-bit value`);
   }
   if (dt === 'string') {
     if (block.length === undefined) add('length', 'is required for data_type "string"');

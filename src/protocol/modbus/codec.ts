@@ -14,7 +14,7 @@ import { invalidValue } from '../../core/errors.js';
 
 export type RawPointValue = number | string | boolean;
 type Block = Pick<ModbusPointBlock, 'table' | 'data_type' | 'word_order' | 'byte_order'> &
-  Partial<Pick<ModbusPointBlock, 'length' | 'bit'>>;
+  Partial<Pick<ModbusPointBlock, 'length' | 'bit' | 'bits'>>;
 
 const WORDS: Record<ModbusPointBlock['data_type'], number> = {
   bool: 1, int16: 1, uint16: 1, int32: 2, uint32: 2, int64: 4, uint64: 4, float32: 2, float64: 4, string: 1,
@@ -69,7 +69,7 @@ export function decodeRegisters(block: Block, regs: ArrayLike<number>, offset: n
   if (block.data_type === 'string') return decodeString(words, block);
   const bytes = canonicalBytes(words, block);
   const view = new DataView(bytes.buffer);
-  if (block.bit !== undefined) return (view.getUint16(0) >> block.bit) & 1;
+  if (block.bit !== undefined) return bitField(words.length === 1 ? view.getUint16(0) : view.getUint32(0), block.bit, block.bits ?? 1);
   switch (block.data_type) {
     case 'bool': return view.getUint16(0) !== 0 ? 1 : 0;
     case 'int16': return view.getInt16(0);
@@ -82,6 +82,12 @@ export function decodeRegisters(block: Block, regs: ArrayLike<number>, offset: n
     case 'float32': return view.getFloat32(0);
     case 'float64': return view.getFloat64(0);
   }
+}
+
+/** `bits` bits of `value` from bit `bit` up (0 = least significant), unsigned. */
+function bitField(value: number, bit: number, bits: number): number {
+  const shifted = value >>> bit;
+  return bits >= 32 ? shifted : (shifted & (2 ** bits - 1)) >>> 0;
 }
 
 function decodeString(words: readonly number[], block: Block): string {
@@ -141,6 +147,16 @@ function checkRange(n: number, type: string, name: string): void {
 export function encodeRegisters(block: Block, value: RawPointValue, name: string): number[] {
   if (block.table !== 'holding') throw invalidValue(`point ${name} is in the ${block.table} table, which cannot be written`);
   if (block.data_type === 'string') return encodeString(block, value, name);
+  if (block.bit !== undefined && WORDS[block.data_type] !== 1) {
+    // A read-modify-write of two registers is not atomic on the device; such flags are status bits anyway.
+    throw invalidValue(`point ${name} is a bit field in a 32-bit register, which is read-only`);
+  }
+  if ((block.bit !== undefined && (block.bits ?? 1) > 1)) {
+    const field = toInteger(value, name, 'a bit field');
+    const max = 2 ** block.bits! - 1;
+    if (field < 0 || field > max) throw invalidValue(`value ${field} does not fit ${block.bits} bits (0..${max}) for point ${name}`);
+    return [field];
+  }
   if (block.bit !== undefined || block.data_type === 'bool') {
     const bit = toInteger(value, name, 'a bit');
     if (bit !== 0 && bit !== 1) throw invalidValue(`value ${bit} is not 0 or 1 for bit point ${name}`);
@@ -193,11 +209,12 @@ export function encodeBit(value: RawPointValue, name: string): boolean {
   return n === 1;
 }
 
-/** Sets or clears one bit of a register word in device byte order (for read-modify-write of `bit` points). */
-export function applyBit(word: number, block: Block, bitValue: number): number {
+/** Puts a bit field's value into a register word in device byte order (read-modify-write of `bit` points). */
+export function applyBit(word: number, block: Block, fieldValue: number): number {
   const swap = block.byte_order === 'little';
   const logical = swap ? ((word & 0xff) << 8) | (word >> 8) : word;
-  const mask = 1 << (block.bit ?? 0);
-  const next = bitValue ? logical | mask : logical & ~mask & 0xffff;
+  const shift = block.bit ?? 0;
+  const mask = ((2 ** (block.bits ?? 1) - 1) << shift) & 0xffff;
+  const next = ((logical & ~mask) | ((fieldValue << shift) & mask)) & 0xffff;
   return swap ? ((next & 0xff) << 8) | (next >> 8) : next;
 }

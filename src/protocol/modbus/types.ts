@@ -12,8 +12,10 @@ export interface ModbusBlock {
   data_type: ModbusDataType;
   /** Registers, for `string`. */
   length?: number;
-  /** Bit within a 16-bit register (0 = least significant). */
+  /** Bit within the register value (0 = least significant); 0..31 in 32-bit values. */
   bit?: number;
+  /** Width of the bit field starting at `bit` (default 1). */
+  bits?: number;
   word_order: 'big' | 'little';
   byte_order: 'big' | 'little';
 }

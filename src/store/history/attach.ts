@@ -9,7 +9,8 @@ import type { HistoryStore } from './types.js';
 export function attachHistory(bus: EventBus<ShadowEvents>, store: HistoryStore): () => void {
   const owner = { name: 'history' };
   bus.on(owner, 'dataChange', ({ id, values, time }) => {
-    for (const { name, value } of values) store.record(id, name, time, value);
+    // A "not available" point has no value to record: its gap in the history is the truth.
+    for (const { name, value } of values) if (value !== null) store.record(id, name, time, value);
   });
   bus.on(owner, 'deviceDeleted', ({ id }) => {
     // deleteDevice logs its own failures; the bus must never see a rejection.

@@ -27,4 +27,12 @@ test('exception messages name code, meaning and unit', () => {
   assert.is(exceptionMessage(99, 4), 'modbus exception 99 (unknown exception) from unit 4');
 });
 
+
+test('hex text is the 0-based wire address as manuals print it', () => {
+  assert.is(resolveAddress('0x0156', 'input'), 0x156);
+  assert.is(resolveAddress('0X0c83', 'holding'), 0x0c83);
+  assert.is(resolveAddress('0xFFFF', 'holding'), 65535);
+  assert.type(resolveAddress('0x10000', 'holding'), 'string');
+});
+
 test.run();

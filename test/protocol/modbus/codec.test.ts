@@ -123,10 +123,31 @@ test('applyBit sets and clears one bit, keeping the others', () => {
 
 test('blockProblems (the one block check) flags impossible blocks, each at its key', () => {
   assert.equal(blockProblems(blk('float32')), []);
-  assert.ok(blockProblems(blk('float32', { bit: 2 })).some((p) => p.key === 'bit' && /only for data_type int16 or uint16/.test(p.message)));
+  assert.ok(blockProblems(blk('float32', { bit: 2 })).some((p) => p.key === 'bit' && /only for data_type int16, uint16, int32 or uint32/.test(p.message)));
   assert.ok(blockProblems(blk('uint16', { bit: 16 })).some((p) => p.key === 'bit' && /out of range/.test(p.message)));
   assert.ok(blockProblems(blk('string')).some((p) => p.key === 'length' && /is required/.test(p.message)));
   assert.ok(blockProblems(blk('uint16', { table: 'coil', bit: 1 })).some((p) => /register tables/.test(p.message)));
+});
+
+
+test('bit fields: several bits of a 16-bit register, flags of a 32-bit status word (read-only), read-modify-write keeps the rest', () => {
+  // 0x1234 = 0001 0010 0011 0100: bits 4..7 hold 3, bits 12..15 hold 1.
+  assert.is(decodeRegisters(blk('uint16', { bit: 4, bits: 4 }), [0x1234], 0), 3);
+  assert.is(decodeRegisters(blk('uint16', { bit: 12, bits: 4 }), [0x1234], 0), 1);
+  // A 32-bit event word 0x8000_0004 (high word first): bit 31 and bit 2 set, bit 20 clear.
+  assert.is(decodeRegisters(blk('uint32', { bit: 31 }), [0x8000, 0x0004], 0), 1);
+  assert.is(decodeRegisters(blk('uint32', { bit: 2 }), [0x8000, 0x0004], 0), 1);
+  assert.is(decodeRegisters(blk('uint32', { bit: 20 }), [0x8000, 0x0004], 0), 0);
+  assert.is(decodeRegisters(blk('uint32', { bit: 0, bits: 32 }), [0x8000, 0x0004], 0), 0x80000004);
+  assert.is(decodeRegisters(blk('uint32', { bit: 16, bits: 8, word_order: 'little' }), [0x0004, 0x80ff], 0), 0xff);
+  assert.equal(encodeRegisters(blk('uint16', { bit: 4, bits: 4 }), 9, 'mode'), [9]);
+  assert.throws(() => encodeRegisters(blk('uint16', { bit: 4, bits: 4 }), 16, 'mode'), /value 16 does not fit 4 bits \(0..15\) for point mode/);
+  assert.throws(() => encodeRegisters(blk('uint32', { bit: 3 }), 1, 'flag'), /bit field in a 32-bit register, which is read-only/);
+  assert.is(applyBit(0x1234, blk('uint16', { bit: 4, bits: 4 }), 9), 0x1294);
+  assert.equal(blockProblems(blk('uint32', { bit: 31 })), []);
+  assert.equal(blockProblems(blk('uint16', { bit: 12, bits: 5 })).map((p) => p.message), ['bits 5 from bit 12 run past the 16-bit value']);
+  assert.equal(blockProblems(blk('float32', { bit: 1 })).map((p) => p.key), ['bit']);
+  assert.equal(blockProblems(blk('uint16', { bits: 2 })).map((p) => p.message), ['needs bit (where the field starts)']);
 });
 
 test.run();
