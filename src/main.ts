@@ -26,6 +26,8 @@ const USAGE = `usage: shadowgate <command> [options]
   scan --bus ID [--from 1 --to 247]        find responding Modbus unit ids on a bus of the config
   read|write --bus ID --unit N --table holding --address A --type float32 [--value V] [--word-order little]
                              one-off Modbus I/O without the daemon (stop the gateway first on RTU)
+  probe --bus ID | --port DEV [--baud 9600 --parity none --stop-bits 1]  --unit N --model NAME [--json]
+                             read every point of a device once, with units; flag implausible values
   hash-password [--password P]  print a password_hash for mqtt.users (reads the password from stdin)
   boot-config [--source FILE] [--dir DIR] [--fallback FILE] [--root DIR]
                              SD image, at boot: validate and store the boot partition's config, apply host name,
@@ -145,7 +147,10 @@ export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: rest, allowPositionals: true, strict: false, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } },
   });
-  const file = (typeof values.config === 'string' ? values.config : positionals[0]) ?? process.env.SHADOWGATE_CONFIG ?? DEFAULT_CONFIG;
+  // Only run and check-config take the file as a bare argument: for scan/read/write, parseArgs (strict: false, no
+  // schema for their flags) would take a flag's value (`--bus rs485`) for a positional.
+  const bare = command === 'run' || command === 'check-config' ? positionals[0] : undefined;
+  const file = (typeof values.config === 'string' ? values.config : bare) ?? process.env.SHADOWGATE_CONFIG ?? DEFAULT_CONFIG;
   switch (command) {
     case 'run':
       return run(file);
@@ -163,6 +168,14 @@ export async function main(argv: string[]): Promise<number> {
       // Loaded only for these commands: `run` must not pay for serialport/modbus-serial at start-up.
       const { runModbusCommand } = await import('./cli/modbus.js');
       return runModbusCommand(command, rest, loaded.config, (line) => process.stdout.write(`${line}\n`));
+    }
+    case 'probe': {
+      // Its own --config (the shared parse above takes flag values for positionals); none at all with --port.
+      const { runProbe } = await import('./cli/probe.js');
+      return runProbe(rest, {
+        loadConfig: async (f) => (await loadOrExplain(f ?? process.env.SHADOWGATE_CONFIG ?? DEFAULT_CONFIG))?.config,
+        checkers: CHECKERS,
+      }, (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
     }
     case 'hash-password':
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));

@@ -104,4 +104,13 @@ test('unknown commands print usage and exit 2', async () => {
   assert.match(r.stderr, /usage: shadowgate/);
 });
 
+
+test('scan/read/write take the config from --config or SHADOWGATE_CONFIG, never a flag\'s value (`--bus sim` is no file name)', async () => {
+  // The demo has only a simulator bus: reaching "not modbus" proves the config loaded was the demo, not a file named "sim".
+  const r = await runCli(['scan', '--bus', 'sim'], { SHADOWGATE_CONFIG: 'board/demo.json' });
+  assert.is(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stdout, /bus sim is a simulator bus, not modbus-rtu or modbus-tcp/);
+  assert.not.match(r.stderr, /sim: /);
+});
+
 test.run();
