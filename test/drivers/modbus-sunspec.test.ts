@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert';
 import { GatewayError } from '../../src/core/errors.js';
 import { resolveDevices, validateConfig } from '../../src/config/load.js';
 import { DEFAULT_HEALTH } from '../../src/drivers/modbus/device-health.js';
-import { compileDevice } from '../../src/drivers/modbus/device-plan.js';
+import { compileDevice, decodeResponse } from '../../src/drivers/modbus/device-plan.js';
+import { interpretRaw } from '../../src/core/raw-values.js';
 import { placeSunspecPoints, walkSunspec } from '../../src/drivers/modbus/sunspec.js';
 import { rtuCostModel } from '../../src/protocol/modbus/wire-cost.js';
 
@@ -91,6 +92,23 @@ test('points are placed at block + offset, the first model id the device has win
   assert.equal(missing, ['soc']);
   assert.equal([...device.points.values()].map((p) => [p.name, p.block.address]), [['mn', 40004], ['a', 40072], ['a_sf', 40076]]);
   assert.equal(device.groups[0]!.requests.map((r) => [r.address, r.count]), [[40004, 16], [40072, 5]]);
+});
+
+
+test('a flag of a 32-bit event word that is "not implemented" (0xFFFFFFFF) is not available, not a raised flag', () => {
+  const config = validateConfig({
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+    models: { inv: { points: [{ name: 'ground_fault', type: 'int', invalid: [{ raw: '0xFFFFFFFF', reason: 'not implemented' }],
+      modbus: { table: 'holding', address: 0, data_type: 'uint32', bit: 0 } }] } },
+    devices: [{ id: 'i1', model: 'inv', bus: 'rs485', unit_id: 1 }],
+  }, { env: {}, checkers: [], models: {} });
+  const resolved = resolveDevices(config)[0]!;
+  const device = compileDevice(resolved, { cost: rtuCostModel(9600), maxRegisters: 125, maxGap: 'auto' }, DEFAULT_HEALTH);
+  const request = device.groups[0]!.requests[0]!;
+  const read = (words: number[]) => interpretRaw(resolved.points, decodeResponse(request, words));
+  assert.equal(read([0xffff, 0xffff]), { values: {}, unavailable: { ground_fault: 'not implemented' } });
+  assert.equal(read([0x0000, 0x0001]), { values: { ground_fault: 1 }, unavailable: {} });
+  assert.equal(read([0x8000, 0x0000]), { values: { ground_fault: 0 }, unavailable: {} });
 });
 
 test.run();

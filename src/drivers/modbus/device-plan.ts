@@ -8,6 +8,7 @@ import type { Access } from '../../core/types.js';
 import { resolveAddress } from '../../protocol/modbus/address.js';
 import { decodeBit, decodeRegisters, isBitTable, pointWidth, type RawPointValue } from '../../protocol/modbus/codec.js';
 import { planReads, type PlanOptions, type ReadRequest } from '../../protocol/modbus/planner.js';
+import { markerValue } from '../../core/raw-values.js';
 import { DeviceHealth, type HealthOptions } from './device-health.js';
 
 export interface ModbusPoint {
@@ -18,6 +19,11 @@ export interface ModbusPoint {
   pollMs: number;
   /** SunSpec model ids the point may live in; block.address is the offset in that block until resolved. */
   sunspec?: number[];
+  /**
+   * A bit point's `invalid` markers as whole-register values: "not implemented" marks the whole register
+   * (SunSpec Evt1 = 0xFFFFFFFF), so it is checked before the bit is taken out.
+   */
+  registerMarkers?: number[];
 }
 
 /** How the device wants writes (its model's `write` and `limits`). */
@@ -135,6 +141,7 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
     const point: ModbusPoint = { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll };
     const sunspec = p.modbus.sunspec_model;
     if (sunspec !== undefined && device.model.sunspec) point.sunspec = Array.isArray(sunspec) ? sunspec : [sunspec];
+    if (block.bit !== undefined && p.invalid?.length) point.registerMarkers = p.invalid.map((m) => markerValue(m.raw, block.data_type));
     points.set(p.name, point);
   }
   const write: WriteOptions = {
@@ -154,9 +161,20 @@ export function decodeResponse(request: ReadRequest<ModbusPoint>, data: readonly
   const values: Record<string, RawPointValue> = {};
   for (const { ref: p } of request.points) {
     const offset = p.block.address - request.address;
-    values[p.name] = isBitTable(p.block.table)
-      ? decodeBit(data[offset] ?? false)
-      : decodeRegisters(p.block, data as readonly number[], offset);
+    if (isBitTable(p.block.table)) {
+      values[p.name] = decodeBit(data[offset] ?? false);
+      continue;
+    }
+    if (p.registerMarkers) {
+      // The whole register, when it is a marker, goes up as it is: the point's `invalid` list names its reason.
+      const { bit: _bit, bits: _bits, ...whole } = p.block;
+      const raw = decodeRegisters(whole, data as readonly number[], offset);
+      if (p.registerMarkers.includes(raw as number)) {
+        values[p.name] = raw;
+        continue;
+      }
+    }
+    values[p.name] = decodeRegisters(p.block, data as readonly number[], offset);
   }
   return values;
 }
