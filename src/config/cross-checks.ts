@@ -44,6 +44,12 @@ function checkDevice(device: Obj, i: number, buses: Map<string, string>, models:
   if (typeof device.model === 'string' && model === undefined) {
     problems.push(`${at('model')}: unknown model "${device.model}" (${known(models.keys())})`);
   }
+  if (Array.isArray(device.unlock_writes) && isObj(model)) {
+    const guarded = new Set(list(model.points).filter((p): p is Obj => isObj(p) && p.guarded === true).map((p) => String(p.name)));
+    for (const name of device.unlock_writes) {
+      if (!guarded.has(String(name))) problems.push(`${at('unlock_writes')}: "${String(name)}" is not a guarded point of model "${String(device.model)}" (${known(guarded)})`);
+    }
+  }
   if (driver === undefined) return;
   if (driver.startsWith('modbus') && device.unit_id === undefined) problems.push(`${at('unit_id')}: is required on a ${driver} bus`);
   if (driver !== 'simulator' && device.sim_fault !== undefined) problems.push(`${at('sim_fault')}: is only for devices on a simulator bus`);

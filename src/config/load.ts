@@ -186,6 +186,14 @@ export async function readConfigText(file: string): Promise<string> {
  * a device whose model is missing, unless `skipUnresolved` (for config checkers, which run while such a problem
  * is already being reported).
  */
+/** A guarded point is read-only unless a device unlocks it (a wrong unit id or baud rate strands the device). */
+const guard = (p: PointConfig): PointConfig => (p.guarded && p.access !== 'R' ? { ...p, access: 'R' } : p);
+
+function unlock(model: ModelConfig, names: readonly string[]): ModelConfig {
+  const open = new Set(names);
+  return { ...model, points: model.points.map((p) => (p.guarded && open.has(p.name) ? p : guard(p))) };
+}
+
 export function resolveDevices(config: GatewayConfig, opts: { skipUnresolved?: boolean } = {}): ResolvedDevice[] {
   const out: ResolvedDevice[] = [];
   // One point index per model, shared by its devices: a fleet of identical meters costs one map, not N.
@@ -197,8 +205,11 @@ export function resolveDevices(config: GatewayConfig, opts: { skipUnresolved?: b
       throw new ConfigError([`devices: unknown model "${device.model}" for device "${device.id}"`]);
     }
     let points = indexes.get(model);
-    if (!points) indexes.set(model, (points = new Map<string, PointConfig>(model.points.map((p) => [p.name, p]))));
-    out.push({ config: device, model, points, ttl: device.ttl ?? config.shadow.default_ttl });
+    if (!points) indexes.set(model, (points = new Map<string, PointConfig>(model.points.map((p) => [p.name, guard(p)]))));
+    // A device that unlocks guarded points gets its own copy of the model with those points writable.
+    const unlocked = device.unlock_writes?.length ? unlock(model, device.unlock_writes) : null;
+    if (unlocked) out.push({ config: device, model: unlocked, points: new Map(unlocked.points.map((p) => [p.name, p])), ttl: device.ttl ?? config.shadow.default_ttl });
+    else out.push({ config: device, model, points, ttl: device.ttl ?? config.shadow.default_ttl });
   }
   return out;
 }

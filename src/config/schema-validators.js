@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -1153,7 +1153,7 @@ return errors === 0;
 }
 
 const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
-const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
+const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
 const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1}}};
 const pattern24 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
 const pattern25 = new RegExp("^-?[0-9]+$", "u");
@@ -1996,6 +1996,9 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.access === undefined){
 data.access = "R";
 }
+if(data.guarded === undefined){
+data.guarded = false;
+}
 if(data.scale === undefined){
 data.scale = 1;
 }
@@ -2086,10 +2089,9 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(data.unit !== undefined){
-let data3 = data.unit;
-if(typeof data3 !== "string"){
-const err7 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.unit.type,parentSchema:schema33.properties.unit,data:data3};
+let data3 = data.guarded;
+if(typeof data3 !== "boolean"){
+const err7 = {instancePath:instancePath+"/guarded",schemaPath:"#/properties/guarded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema33.properties.guarded.type,parentSchema:schema33.properties.guarded,data:data3};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2098,11 +2100,10 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-if(data.description !== undefined){
-let data4 = data.description;
+if(data.unit !== undefined){
+let data4 = data.unit;
 if(typeof data4 !== "string"){
-const err8 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.description.type,parentSchema:schema33.properties.description,data:data4};
+const err8 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.unit.type,parentSchema:schema33.properties.unit,data:data4};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2112,10 +2113,10 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.unverified !== undefined){
-let data5 = data.unverified;
+if(data.description !== undefined){
+let data5 = data.description;
 if(typeof data5 !== "string"){
-const err9 = {instancePath:instancePath+"/unverified",schemaPath:"#/properties/unverified/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.unverified.type,parentSchema:schema33.properties.unverified,data:data5};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.description.type,parentSchema:schema33.properties.description,data:data5};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2125,9 +2126,10 @@ vErrors.push(err9);
 errors++;
 }
 }
-let data6 = data.scale;
-if(!((typeof data6 == "number") && (isFinite(data6)))){
-const err10 = {instancePath:instancePath+"/scale",schemaPath:"#/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.scale.type,parentSchema:schema33.properties.scale,data:data6};
+if(data.unverified !== undefined){
+let data6 = data.unverified;
+if(typeof data6 !== "string"){
+const err10 = {instancePath:instancePath+"/unverified",schemaPath:"#/properties/unverified/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.unverified.type,parentSchema:schema33.properties.unverified,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2136,9 +2138,10 @@ vErrors.push(err10);
 }
 errors++;
 }
-let data7 = data.offset;
+}
+let data7 = data.scale;
 if(!((typeof data7 == "number") && (isFinite(data7)))){
-const err11 = {instancePath:instancePath+"/offset",schemaPath:"#/properties/offset/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.offset.type,parentSchema:schema33.properties.offset,data:data7};
+const err11 = {instancePath:instancePath+"/scale",schemaPath:"#/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.scale.type,parentSchema:schema33.properties.scale,data:data7};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2147,10 +2150,9 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.decimals !== undefined){
-let data8 = data.decimals;
-if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
-const err12 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.properties.decimals.type,parentSchema:schema33.properties.decimals,data:data8};
+let data8 = data.offset;
+if(!((typeof data8 == "number") && (isFinite(data8)))){
+const err12 = {instancePath:instancePath+"/offset",schemaPath:"#/properties/offset/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.offset.type,parentSchema:schema33.properties.offset,data:data8};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2159,9 +2161,10 @@ vErrors.push(err12);
 }
 errors++;
 }
-if((typeof data8 == "number") && (isFinite(data8))){
-if(data8 > 10 || isNaN(data8)){
-const err13 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema33.properties.decimals,data:data8};
+if(data.decimals !== undefined){
+let data9 = data.decimals;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err13 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.properties.decimals.type,parentSchema:schema33.properties.decimals,data:data9};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2170,8 +2173,9 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data8 < 0 || isNaN(data8)){
-const err14 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema33.properties.decimals,data:data8};
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 > 10 || isNaN(data9)){
+const err14 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema33.properties.decimals,data:data9};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2180,17 +2184,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-}
-}
-if(data.invalid !== undefined){
-let data9 = data.invalid;
-if(Array.isArray(data9)){
-const len0 = data9.length;
-for(let i0=0; i0<len0; i0++){
-let data10 = data9[i0];
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.raw === undefined){
-const err15 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "raw"},message:"must have required property '"+"raw"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data10};
+if(data9 < 0 || isNaN(data9)){
+const err15 = {instancePath:instancePath+"/decimals",schemaPath:"#/properties/decimals/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema33.properties.decimals,data:data9};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2199,8 +2194,17 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data10.reason === undefined){
-const err16 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data10};
+}
+}
+if(data.invalid !== undefined){
+let data10 = data.invalid;
+if(Array.isArray(data10)){
+const len0 = data10.length;
+for(let i0=0; i0<len0; i0++){
+let data11 = data10[i0];
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.raw === undefined){
+const err16 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "raw"},message:"must have required property '"+"raw"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data11};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2209,9 +2213,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-for(const key1 in data10){
-if(!((key1 === "raw") || (key1 === "reason"))){
-const err17 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema33.properties.invalid.items,data:data10};
+if(data11.reason === undefined){
+const err17 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data11};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2220,11 +2223,9 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-if(data10.raw !== undefined){
-let data11 = data10.raw;
-if((!((typeof data11 == "number") && (isFinite(data11)))) && (typeof data11 !== "string")){
-const err18 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/type",keyword:"type",params:{type: schema33.properties.invalid.items.properties.raw.type},message:"must be number,string",schema:schema33.properties.invalid.items.properties.raw.type,parentSchema:schema33.properties.invalid.items.properties.raw,data:data11};
+for(const key1 in data11){
+if(!((key1 === "raw") || (key1 === "reason"))){
+const err18 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema33.properties.invalid.items,data:data11};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2233,9 +2234,11 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(typeof data11 === "string"){
-if(!pattern24.test(data11)){
-const err19 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/pattern",keyword:"pattern",params:{pattern: "^0[xX][0-9a-fA-F]{1,16}$"},message:"must match pattern \""+"^0[xX][0-9a-fA-F]{1,16}$"+"\"",schema:"^0[xX][0-9a-fA-F]{1,16}$",parentSchema:schema33.properties.invalid.items.properties.raw,data:data11};
+}
+if(data11.raw !== undefined){
+let data12 = data11.raw;
+if((!((typeof data12 == "number") && (isFinite(data12)))) && (typeof data12 !== "string")){
+const err19 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/type",keyword:"type",params:{type: schema33.properties.invalid.items.properties.raw.type},message:"must be number,string",schema:schema33.properties.invalid.items.properties.raw.type,parentSchema:schema33.properties.invalid.items.properties.raw,data:data12};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2244,13 +2247,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-}
-if(data10.reason !== undefined){
-let data12 = data10.reason;
 if(typeof data12 === "string"){
-if(func3(data12) < 1){
-const err20 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.invalid.items.properties.reason,data:data12};
+if(!pattern24.test(data12)){
+const err20 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/pattern",keyword:"pattern",params:{pattern: "^0[xX][0-9a-fA-F]{1,16}$"},message:"must match pattern \""+"^0[xX][0-9a-fA-F]{1,16}$"+"\"",schema:"^0[xX][0-9a-fA-F]{1,16}$",parentSchema:schema33.properties.invalid.items.properties.raw,data:data12};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2260,8 +2259,12 @@ vErrors.push(err20);
 errors++;
 }
 }
-else {
-const err21 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.invalid.items.properties.reason.type,parentSchema:schema33.properties.invalid.items.properties.reason,data:data12};
+}
+if(data11.reason !== undefined){
+let data13 = data11.reason;
+if(typeof data13 === "string"){
+if(func3(data13) < 1){
+const err21 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.invalid.items.properties.reason,data:data13};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2271,9 +2274,8 @@ vErrors.push(err21);
 errors++;
 }
 }
-}
 else {
-const err22 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.invalid.items.type,parentSchema:schema33.properties.invalid.items,data:data10};
+const err22 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.invalid.items.properties.reason.type,parentSchema:schema33.properties.invalid.items.properties.reason,data:data13};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2285,7 +2287,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/invalid",schemaPath:"#/properties/invalid/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema33.properties.invalid.type,parentSchema:schema33.properties.invalid,data:data9};
+const err23 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.invalid.items.type,parentSchema:schema33.properties.invalid.items,data:data11};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2295,11 +2297,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.values !== undefined){
-let data13 = data.values;
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(Object.keys(data13).length < 1){
-const err24 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema33.properties.values,data:data13};
+}
+else {
+const err24 = {instancePath:instancePath+"/invalid",schemaPath:"#/properties/invalid/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema33.properties.invalid.type,parentSchema:schema33.properties.invalid,data:data10};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2308,11 +2308,12 @@ vErrors.push(err24);
 }
 errors++;
 }
-for(const key2 in data13){
-const _errs30 = errors;
-if(typeof key2 === "string"){
-if(!pattern25.test(key2)){
-const err25 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames/pattern",keyword:"pattern",params:{pattern: "^-?[0-9]+$"},message:"must match pattern \""+"^-?[0-9]+$"+"\"",schema:"^-?[0-9]+$",parentSchema:schema33.properties.values.propertyNames,data:key2,propertyName:key2};
+}
+if(data.values !== undefined){
+let data14 = data.values;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(Object.keys(data14).length < 1){
+const err25 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema33.properties.values,data:data14};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2321,10 +2322,11 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-var valid5 = _errs30 === errors;
-if(!valid5){
-const err26 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid",schema:schema33.properties.values.propertyNames,parentSchema:schema33.properties.values,data:data13};
+for(const key2 in data14){
+const _errs32 = errors;
+if(typeof key2 === "string"){
+if(!pattern25.test(key2)){
+const err26 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames/pattern",keyword:"pattern",params:{pattern: "^-?[0-9]+$"},message:"must match pattern \""+"^-?[0-9]+$"+"\"",schema:"^-?[0-9]+$",parentSchema:schema33.properties.values.propertyNames,data:key2,propertyName:key2};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2334,10 +2336,9 @@ vErrors.push(err26);
 errors++;
 }
 }
-for(const key3 in data13){
-let data14 = data13[key3];
-if((!((typeof data14 == "number") && (isFinite(data14)))) && (typeof data14 !== "string")){
-const err27 = {instancePath:instancePath+"/values/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/values/additionalProperties/type",keyword:"type",params:{type: schema33.properties.values.additionalProperties.type},message:"must be number,string",schema:schema33.properties.values.additionalProperties.type,parentSchema:schema33.properties.values.additionalProperties,data:data14};
+var valid5 = _errs32 === errors;
+if(!valid5){
+const err27 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid",schema:schema33.properties.values.propertyNames,parentSchema:schema33.properties.values,data:data14};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2347,9 +2348,10 @@ vErrors.push(err27);
 errors++;
 }
 }
-}
-else {
-const err28 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.values.type,parentSchema:schema33.properties.values,data:data13};
+for(const key3 in data14){
+let data15 = data14[key3];
+if((!((typeof data15 == "number") && (isFinite(data15)))) && (typeof data15 !== "string")){
+const err28 = {instancePath:instancePath+"/values/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/values/additionalProperties/type",keyword:"type",params:{type: schema33.properties.values.additionalProperties.type},message:"must be number,string",schema:schema33.properties.values.additionalProperties.type,parentSchema:schema33.properties.values.additionalProperties,data:data15};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2359,11 +2361,9 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data.scale_factor !== undefined){
-let data15 = data.scale_factor;
-if(typeof data15 === "string"){
-if(func3(data15) < 1){
-const err29 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.scale_factor,data:data15};
+}
+else {
+const err29 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.values.type,parentSchema:schema33.properties.values,data:data14};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2373,8 +2373,11 @@ vErrors.push(err29);
 errors++;
 }
 }
-else {
-const err30 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.scale_factor.type,parentSchema:schema33.properties.scale_factor,data:data15};
+if(data.scale_factor !== undefined){
+let data16 = data.scale_factor;
+if(typeof data16 === "string"){
+if(func3(data16) < 1){
+const err30 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.scale_factor,data:data16};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2384,11 +2387,8 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data.poll !== undefined){
-let data16 = data.poll;
-if(typeof data16 === "string"){
-if(!pattern4.test(data16)){
-const err31 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data16};
+else {
+const err31 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.scale_factor.type,parentSchema:schema33.properties.scale_factor,data:data16};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2398,8 +2398,11 @@ vErrors.push(err31);
 errors++;
 }
 }
-else {
-const err32 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data16};
+if(data.poll !== undefined){
+let data17 = data.poll;
+if(typeof data17 === "string"){
+if(!pattern4.test(data17)){
+const err32 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data17};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2409,9 +2412,8 @@ vErrors.push(err32);
 errors++;
 }
 }
-let data17 = data.report;
-if(!((data17 === "change") || (data17 === "always"))){
-const err33 = {instancePath:instancePath+"/report",schemaPath:"#/properties/report/enum",keyword:"enum",params:{allowedValues: schema33.properties.report.enum},message:"must be equal to one of the allowed values",schema:schema33.properties.report.enum,parentSchema:schema33.properties.report,data:data17};
+else {
+const err33 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data17};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2420,17 +2422,10 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data.modbus !== undefined){
-let data18 = data.modbus;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.word_order === undefined){
-data18.word_order = "big";
 }
-if(data18.byte_order === undefined){
-data18.byte_order = "big";
-}
-if(data18.table === undefined){
-const err34 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "table"},message:"must have required property '"+"table"+"'",schema:schema36.required,parentSchema:schema36,data:data18};
+let data18 = data.report;
+if(!((data18 === "change") || (data18 === "always"))){
+const err34 = {instancePath:instancePath+"/report",schemaPath:"#/properties/report/enum",keyword:"enum",params:{allowedValues: schema33.properties.report.enum},message:"must be equal to one of the allowed values",schema:schema33.properties.report.enum,parentSchema:schema33.properties.report,data:data18};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2439,8 +2434,17 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data18.address === undefined){
-const err35 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.required,parentSchema:schema36,data:data18};
+if(data.modbus !== undefined){
+let data19 = data.modbus;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.word_order === undefined){
+data19.word_order = "big";
+}
+if(data19.byte_order === undefined){
+data19.byte_order = "big";
+}
+if(data19.table === undefined){
+const err35 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "table"},message:"must have required property '"+"table"+"'",schema:schema36.required,parentSchema:schema36,data:data19};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2449,8 +2453,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data18.data_type === undefined){
-const err36 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "data_type"},message:"must have required property '"+"data_type"+"'",schema:schema36.required,parentSchema:schema36,data:data18};
+if(data19.address === undefined){
+const err36 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.required,parentSchema:schema36,data:data19};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2459,9 +2463,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-for(const key4 in data18){
-if(!(func2.call(schema36.properties, key4))){
-const err37 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data:data18};
+if(data19.data_type === undefined){
+const err37 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "data_type"},message:"must have required property '"+"data_type"+"'",schema:schema36.required,parentSchema:schema36,data:data19};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2470,11 +2473,9 @@ vErrors.push(err37);
 }
 errors++;
 }
-}
-if(data18.table !== undefined){
-let data19 = data18.table;
-if(!((((data19 === "coil") || (data19 === "discrete")) || (data19 === "input")) || (data19 === "holding"))){
-const err38 = {instancePath:instancePath+"/modbus/table",schemaPath:"#/definitions/modbus_point/properties/table/enum",keyword:"enum",params:{allowedValues: schema36.properties.table.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.table.enum,parentSchema:schema36.properties.table,data:data19};
+for(const key4 in data19){
+if(!(func2.call(schema36.properties, key4))){
+const err38 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data:data19};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2484,10 +2485,10 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data18.address !== undefined){
-let data20 = data18.address;
-if((!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))) && (typeof data20 !== "string")){
-const err39 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/type",keyword:"type",params:{type: schema36.properties.address.type},message:"must be integer,string",schema:schema36.properties.address.type,parentSchema:schema36.properties.address,data:data20};
+if(data19.table !== undefined){
+let data20 = data19.table;
+if(!((((data20 === "coil") || (data20 === "discrete")) || (data20 === "input")) || (data20 === "holding"))){
+const err39 = {instancePath:instancePath+"/modbus/table",schemaPath:"#/definitions/modbus_point/properties/table/enum",keyword:"enum",params:{allowedValues: schema36.properties.table.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.table.enum,parentSchema:schema36.properties.table,data:data20};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2496,9 +2497,11 @@ vErrors.push(err39);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 65535 || isNaN(data20)){
-const err40 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.address,data:data20};
+}
+if(data19.address !== undefined){
+let data21 = data19.address;
+if((!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))) && (typeof data21 !== "string")){
+const err40 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/type",keyword:"type",params:{type: schema36.properties.address.type},message:"must be integer,string",schema:schema36.properties.address.type,parentSchema:schema36.properties.address,data:data21};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2507,8 +2510,9 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data20 < 0 || isNaN(data20)){
-const err41 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.address,data:data20};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 65535 || isNaN(data21)){
+const err41 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.address,data:data21};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2517,10 +2521,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-if(typeof data20 === "string"){
-if(!pattern27.test(data20)){
-const err42 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},message:"must match pattern \""+"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"+"\"",schema:"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$",parentSchema:schema36.properties.address,data:data20};
+if(data21 < 0 || isNaN(data21)){
+const err42 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.address,data:data21};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2530,11 +2532,9 @@ vErrors.push(err42);
 errors++;
 }
 }
-}
-if(data18.data_type !== undefined){
-let data21 = data18.data_type;
-if(!((((((((((data21 === "bool") || (data21 === "int16")) || (data21 === "uint16")) || (data21 === "int32")) || (data21 === "uint32")) || (data21 === "int64")) || (data21 === "uint64")) || (data21 === "float32")) || (data21 === "float64")) || (data21 === "string"))){
-const err43 = {instancePath:instancePath+"/modbus/data_type",schemaPath:"#/definitions/modbus_point/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.data_type.enum,parentSchema:schema36.properties.data_type,data:data21};
+if(typeof data21 === "string"){
+if(!pattern27.test(data21)){
+const err43 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},message:"must match pattern \""+"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"+"\"",schema:"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$",parentSchema:schema36.properties.address,data:data21};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2544,10 +2544,11 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data18.length !== undefined){
-let data22 = data18.length;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err44 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.length.type,parentSchema:schema36.properties.length,data:data22};
+}
+if(data19.data_type !== undefined){
+let data22 = data19.data_type;
+if(!((((((((((data22 === "bool") || (data22 === "int16")) || (data22 === "uint16")) || (data22 === "int32")) || (data22 === "uint32")) || (data22 === "int64")) || (data22 === "uint64")) || (data22 === "float32")) || (data22 === "float64")) || (data22 === "string"))){
+const err44 = {instancePath:instancePath+"/modbus/data_type",schemaPath:"#/definitions/modbus_point/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.data_type.enum,parentSchema:schema36.properties.data_type,data:data22};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -2556,9 +2557,11 @@ vErrors.push(err44);
 }
 errors++;
 }
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 125 || isNaN(data22)){
-const err45 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema36.properties.length,data:data22};
+}
+if(data19.length !== undefined){
+let data23 = data19.length;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err45 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.length.type,parentSchema:schema36.properties.length,data:data23};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -2567,8 +2570,9 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data22 < 1 || isNaN(data22)){
-const err46 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.length,data:data22};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 125 || isNaN(data23)){
+const err46 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema36.properties.length,data:data23};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -2577,12 +2581,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-}
-if(data18.bit !== undefined){
-let data23 = data18.bit;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err47 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bit.type,parentSchema:schema36.properties.bit,data:data23};
+if(data23 < 1 || isNaN(data23)){
+const err47 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.length,data:data23};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -2591,9 +2591,12 @@ vErrors.push(err47);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 31 || isNaN(data23)){
-const err48 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31",schema:31,parentSchema:schema36.properties.bit,data:data23};
+}
+}
+if(data19.bit !== undefined){
+let data24 = data19.bit;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err48 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bit.type,parentSchema:schema36.properties.bit,data:data24};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -2602,8 +2605,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(data23 < 0 || isNaN(data23)){
-const err49 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.bit,data:data23};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 31 || isNaN(data24)){
+const err49 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31",schema:31,parentSchema:schema36.properties.bit,data:data24};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -2612,12 +2616,8 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-}
-if(data18.bits !== undefined){
-let data24 = data18.bits;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err50 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bits.type,parentSchema:schema36.properties.bits,data:data24};
+if(data24 < 0 || isNaN(data24)){
+const err50 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.bit,data:data24};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -2626,9 +2626,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 32 || isNaN(data24)){
-const err51 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32",schema:32,parentSchema:schema36.properties.bits,data:data24};
+}
+}
+if(data19.bits !== undefined){
+let data25 = data19.bits;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err51 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bits.type,parentSchema:schema36.properties.bits,data:data25};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -2637,8 +2640,9 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err52 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.bits,data:data24};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 32 || isNaN(data25)){
+const err52 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32",schema:32,parentSchema:schema36.properties.bits,data:data25};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -2647,11 +2651,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-}
-let data25 = data18.word_order;
-if(!((data25 === "big") || (data25 === "little"))){
-const err53 = {instancePath:instancePath+"/modbus/word_order",schemaPath:"#/definitions/modbus_point/properties/word_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.word_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.word_order.enum,parentSchema:schema36.properties.word_order,data:data25};
+if(data25 < 1 || isNaN(data25)){
+const err53 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.bits,data:data25};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -2660,9 +2661,11 @@ vErrors.push(err53);
 }
 errors++;
 }
-let data26 = data18.byte_order;
+}
+}
+let data26 = data19.word_order;
 if(!((data26 === "big") || (data26 === "little"))){
-const err54 = {instancePath:instancePath+"/modbus/byte_order",schemaPath:"#/definitions/modbus_point/properties/byte_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.byte_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.byte_order.enum,parentSchema:schema36.properties.byte_order,data:data26};
+const err54 = {instancePath:instancePath+"/modbus/word_order",schemaPath:"#/definitions/modbus_point/properties/word_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.word_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.word_order.enum,parentSchema:schema36.properties.word_order,data:data26};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -2671,10 +2674,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data18.sunspec_model !== undefined){
-let data27 = data18.sunspec_model;
-if((!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))) && (!(Array.isArray(data27)))){
-const err55 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/type",keyword:"type",params:{type: schema36.properties.sunspec_model.type},message:"must be integer,array",schema:schema36.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_model,data:data27};
+let data27 = data19.byte_order;
+if(!((data27 === "big") || (data27 === "little"))){
+const err55 = {instancePath:instancePath+"/modbus/byte_order",schemaPath:"#/definitions/modbus_point/properties/byte_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.byte_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.byte_order.enum,parentSchema:schema36.properties.byte_order,data:data27};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2683,9 +2685,10 @@ vErrors.push(err55);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 65534 || isNaN(data27)){
-const err56 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model,data:data27};
+if(data19.sunspec_model !== undefined){
+let data28 = data19.sunspec_model;
+if((!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))) && (!(Array.isArray(data28)))){
+const err56 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/type",keyword:"type",params:{type: schema36.properties.sunspec_model.type},message:"must be integer,array",schema:schema36.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_model,data:data28};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2694,8 +2697,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(data27 < 1 || isNaN(data27)){
-const err57 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model,data:data27};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 65534 || isNaN(data28)){
+const err57 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model,data:data28};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2704,10 +2708,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-if(Array.isArray(data27)){
-if(data27.length < 1){
-const err58 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_model,data:data27};
+if(data28 < 1 || isNaN(data28)){
+const err58 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model,data:data28};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2716,11 +2718,10 @@ vErrors.push(err58);
 }
 errors++;
 }
-const len1 = data27.length;
-for(let i1=0; i1<len1; i1++){
-let data28 = data27[i1];
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err59 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_model.items,data:data28};
+}
+if(Array.isArray(data28)){
+if(data28.length < 1){
+const err59 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_model,data:data28};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -2729,9 +2730,11 @@ vErrors.push(err59);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 65534 || isNaN(data28)){
-const err60 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model.items,data:data28};
+const len1 = data28.length;
+for(let i1=0; i1<len1; i1++){
+let data29 = data28[i1];
+if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
+const err60 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_model.items,data:data29};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2740,13 +2743,24 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data28 < 1 || isNaN(data28)){
-const err61 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model.items,data:data28};
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 65534 || isNaN(data29)){
+const err61 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model.items,data:data29};
 if(vErrors === null){
 vErrors = [err61];
 }
 else {
 vErrors.push(err61);
+}
+errors++;
+}
+if(data29 < 1 || isNaN(data29)){
+const err62 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model.items,data:data29};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
 }
 errors++;
 }
@@ -2756,12 +2770,12 @@ errors++;
 }
 }
 else {
-const err62 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data:data18};
+const err63 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data:data19};
 if(vErrors === null){
-vErrors = [err62];
+vErrors = [err63];
 }
 else {
-vErrors.push(err62);
+vErrors.push(err63);
 }
 errors++;
 }
@@ -2780,12 +2794,12 @@ errors = vErrors.length;
 }
 }
 else {
-const err63 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
 if(vErrors === null){
-vErrors = [err63];
+vErrors = [err64];
 }
 else {
-vErrors.push(err63);
+vErrors.push(err64);
 }
 errors++;
 }
@@ -3492,7 +3506,7 @@ validate14.errors = vErrors;
 return errors === 0;
 }
 
-const schema41 = {"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}};
+const schema41 = {"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3771,10 +3785,15 @@ errors++;
 }
 }
 }
-if(data.description !== undefined){
-let data8 = data.description;
-if(typeof data8 !== "string"){
-const err23 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.description.type,parentSchema:schema41.properties.description,data:data8};
+if(data.unlock_writes !== undefined){
+let data8 = data.unlock_writes;
+if(Array.isArray(data8)){
+const len0 = data8.length;
+for(let i0=0; i0<len0; i0++){
+let data9 = data8[i0];
+if(typeof data9 === "string"){
+if(func3(data9) < 1){
+const err23 = {instancePath:instancePath+"/unlock_writes/" + i0,schemaPath:"#/properties/unlock_writes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema41.properties.unlock_writes.items,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -3784,15 +3803,8 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.sim_fault !== undefined){
-let data9 = data.sim_fault;
-if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
-if(data9.silent === undefined){
-data9.silent = false;
-}
-for(const key1 in data9){
-if(!((key1 === "fail_reads") || (key1 === "silent"))){
-const err24 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema41.properties.sim_fault,data:data9};
+else {
+const err24 = {instancePath:instancePath+"/unlock_writes/" + i0,schemaPath:"#/properties/unlock_writes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.unlock_writes.items.type,parentSchema:schema41.properties.unlock_writes.items,data:data9};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3802,10 +3814,18 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data9.fail_reads !== undefined){
-let data10 = data9.fail_reads;
-if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
-const err25 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.sim_fault.properties.fail_reads.type,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data10};
+let i1 = data8.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data8[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err25 = {instancePath:instancePath+"/unlock_writes",schemaPath:"#/properties/unlock_writes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema41.properties.unlock_writes,data:data8};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3813,10 +3833,14 @@ else {
 vErrors.push(err25);
 }
 errors++;
+break;
 }
-if((typeof data10 == "number") && (isFinite(data10))){
-if(data10 < 0 || isNaN(data10)){
-const err26 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data10};
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/unlock_writes",schemaPath:"#/properties/unlock_writes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema41.properties.unlock_writes.type,parentSchema:schema41.properties.unlock_writes,data:data8};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3826,10 +3850,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-}
-let data11 = data9.silent;
-if(typeof data11 !== "boolean"){
-const err27 = {instancePath:instancePath+"/sim_fault/silent",schemaPath:"#/properties/sim_fault/properties/silent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema41.properties.sim_fault.properties.silent.type,parentSchema:schema41.properties.sim_fault.properties.silent,data:data11};
+if(data.description !== undefined){
+let data10 = data.description;
+if(typeof data10 !== "string"){
+const err27 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.description.type,parentSchema:schema41.properties.description,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3839,8 +3863,15 @@ vErrors.push(err27);
 errors++;
 }
 }
-else {
-const err28 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.properties.sim_fault.type,parentSchema:schema41.properties.sim_fault,data:data9};
+if(data.sim_fault !== undefined){
+let data11 = data.sim_fault;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.silent === undefined){
+data11.silent = false;
+}
+for(const key1 in data11){
+if(!((key1 === "fail_reads") || (key1 === "silent"))){
+const err28 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema41.properties.sim_fault,data:data11};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3850,14 +3881,62 @@ vErrors.push(err28);
 errors++;
 }
 }
-}
-else {
-const err29 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.type,parentSchema:schema41,data};
+if(data11.fail_reads !== undefined){
+let data12 = data11.fail_reads;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err29 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.sim_fault.properties.fail_reads.type,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data12};
 if(vErrors === null){
 vErrors = [err29];
 }
 else {
 vErrors.push(err29);
+}
+errors++;
+}
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 < 0 || isNaN(data12)){
+const err30 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data12};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+let data13 = data11.silent;
+if(typeof data13 !== "boolean"){
+const err31 = {instancePath:instancePath+"/sim_fault/silent",schemaPath:"#/properties/sim_fault/properties/silent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema41.properties.sim_fault.properties.silent.type,parentSchema:schema41.properties.sim_fault.properties.silent,data:data13};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.properties.sim_fault.type,parentSchema:schema41.properties.sim_fault,data:data11};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.type,parentSchema:schema41,data};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
 }
 errors++;
 }

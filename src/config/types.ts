@@ -43,6 +43,8 @@ export interface PointConfig {
   name: string;
   type: PointType;
   access: Access;
+  /** A line setting written only when a device unlocks it (`unlock_writes`); read-only otherwise. */
+  guarded?: boolean;
   unit?: string;
   description?: string;
   scale: number;
@@ -155,6 +157,8 @@ export interface DeviceConfig {
   max_registers?: number;
   /** Longest register gap a read of this device may bridge. */
   max_gap?: number;
+  /** Guarded points this device may write (the integrator's opt-in). */
+  unlock_writes?: string[];
   description?: string;
   sim_fault?: SimFault;
   [key: string]: unknown;

@@ -241,4 +241,24 @@ test('device markers: scale_factor names a point polled with it, coded meanings 
     ['models.meter.points[0].invalid[0].raw: must be a number or hex text like "0x7FFFFFFF" (got "7FFF")']);
 });
 
+
+test('a guarded line setting is read-only unless the device unlocks it; unlocking a point that is not guarded is refused', async () => {
+  const { resolveDevices, validateConfig } = await import('../../src/config/load.js');
+  const config = validateConfig({
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+    devices: [
+      { id: 'locked', model: 'xy-md02', bus: 'rs485', unit_id: 1 },
+      { id: 'unlocked', model: 'xy-md02', bus: 'rs485', unit_id: 2, unlock_writes: ['slave_address'] },
+    ],
+  }, { env: {}, checkers: [] });
+  const [locked, unlocked] = resolveDevices(config);
+  assert.is(locked!.points.get('slave_address')!.access, 'R');
+  assert.is(unlocked!.points.get('slave_address')!.access, 'RW');
+  assert.is(unlocked!.points.get('temperature_correction')!.access, 'RW', 'other points untouched');
+  assert.equal(problemsOf({
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+    devices: [{ id: 'd', model: 'xy-md02', bus: 'rs485', unit_id: 1, unlock_writes: ['temperature'] }],
+  }, { models: undefined }), ['devices[0].unlock_writes: "temperature" is not a guarded point of model "xy-md02" (known: slave_address)']);
+});
+
 test.run();
