@@ -25,6 +25,7 @@ import { ConfigManager } from './runtime/config-manager.js';
 import { ConfigStore, sha256 } from './runtime/config-store.js';
 import { createExportPart, type PointInfo } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
+import { createEventLoopPart } from './runtime/event-loop.js';
 import { createHttpPart } from './runtime/http.js';
 import { PartList } from './runtime/part.js';
 import { createPersistencePart } from './runtime/persistence.js';
@@ -86,6 +87,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     // The buses part puts every configured device into the shadow; persistence then restores their state,
     // and only then do drivers start (a simulator resumes from the restored values).
     const buses = new BusesPart(config, { shadow, clock, log });
+    const eventLoop = await parts.start(createEventLoopPart());
     const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
     await parts.start(buses);
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
@@ -117,7 +119,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         log.level = level;
       },
     });
-    const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats() });
+    const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats() });
     const system = createSystem({
       buses, dataDir, clock, version: readVersion(),
       rawBuses: () => {

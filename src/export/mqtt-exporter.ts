@@ -19,8 +19,19 @@ import {
   type Topics,
 } from './topics.js';
 
-/** Publishes one message; `payload` '' with retain clears a retained topic. */
-export type Publish = (topic: string, payload: string, retain: boolean) => void;
+/**
+ * Publishes one message; `payload` '' with retain clears a retained topic. `upstreamRetain` overrides the retain
+ * flag on the upstream bridge (discovery: not retained here, retained upstream).
+ */
+export type Publish = (topic: string, payload: string, retain: boolean, upstreamRetain?: boolean) => void;
+
+/**
+ * Home Assistant discovery is NOT retained by the embedded broker: 100 points × 1,000 devices are 100,000
+ * retained configs, ~85 MB of broker memory on a Pi (issue 16). HA announces itself on `<prefix>/status` each time
+ * it connects, and the configs are sent again then (republishDiscovery); an upstream broker, which HA may reach
+ * later, keeps them retained.
+ */
+const DISCOVERY_LOCAL_RETAIN = false;
 
 type Pending =
   | { kind: 'data'; event: ShadowEvents['dataChange'] }
@@ -164,8 +175,8 @@ export class MqttExporter {
     });
     const old = this.discoveryTopics.get(dev.id) ?? [];
     const now = new Set(msgs.map((m) => m.topic));
-    for (const t of old) if (!now.has(t)) this.publish(t, '', true);
-    for (const m of msgs) this.publish(m.topic, JSON.stringify(m.payload), true);
+    for (const t of old) if (!now.has(t)) this.publish(t, '', DISCOVERY_LOCAL_RETAIN, true);
+    for (const m of msgs) this.publish(m.topic, JSON.stringify(m.payload), DISCOVERY_LOCAL_RETAIN, true);
     this.discoveryTopics.set(dev.id, [...now]);
   }
 
@@ -181,7 +192,7 @@ export class MqttExporter {
     if (!topicSafeDeviceId(id)) return;
     this.publish(this.topics.state(id), '', true);
     this.publish(this.topics.availability(id), '', true);
-    for (const t of this.discoveryTopics.get(id) ?? []) this.publish(t, '', true);
+    for (const t of this.discoveryTopics.get(id) ?? []) this.publish(t, '', DISCOVERY_LOCAL_RETAIN, true);
     this.discoveryTopics.delete(id);
   }
 
@@ -197,7 +208,7 @@ export class MqttExporter {
         this.publish(topic, '', true);
       } else if (ha && topic.startsWith(`${ha.prefix}/`) && topic.endsWith('/config')) {
         const node = topic.split('/')[2] ?? '';
-        if (node.startsWith(nodePrefix) && !live.has(topic)) this.publish(topic, '', true);
+        if (node.startsWith(nodePrefix) && !live.has(topic)) this.publish(topic, '', DISCOVERY_LOCAL_RETAIN, true);
       }
     }
   }

@@ -73,9 +73,9 @@ export function createExportPart(ctx: ExportContext): ExportPart {
       settle(b.publish(topics.bridgeState, '', { retain: true }), log, 'bridge state publish');
     }
     const br = bridge;
-    const publish: Publish = (topic, payload, retain) => {
+    const publish: Publish = (topic, payload, retain, upstreamRetain = retain) => {
       b.send(topic, payload, retain);
-      br?.forward(topic, payload, retain);
+      br?.forward(topic, payload, upstreamRetain);
     };
     const ex = new MqttExporter(ctx, topics, publish);
     exporter = ex;

@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { hashPassword } from '../../src/export/auth.js';
 import { componentFor, discoveryMessages } from '../../src/export/homeassistant.js';
 import { startExport } from '../../src/runtime/export.js';
 import { Topics } from '../../src/export/topics.js';
@@ -44,27 +45,34 @@ test('discovery payloads carry HA fields, a device block and command paths', () 
   assert.is(new Set(msgs.map((m) => m.payload.unique_id)).size, msgs.length);
 });
 
-test('discovery configs are retained on the broker, HA switch payload writes, device deletion removes them', async () => {
-  const f = makeFixture({ mqtt: { homeassistant: { enable: true, prefix: 'homeassistant' } } });
+test('discovery configs are sent at start and again on HA\'s birth message, not retained by the broker (memory); HA switch payload writes; device deletion removes them', async () => {
+  const f = makeFixture({ mqtt: { homeassistant: { enable: true, prefix: 'homeassistant' }, users: [{ username: 'ha', password_hash: await hashPassword('pw'), can_write: true }] } });
   const gw = await startExport(f.ctx);
   const c = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`);
+  const ha = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`, { username: 'ha', password: 'pw' });
   try {
-    const got = await collect(c, 'homeassistant/#');
-    await waitFor(() => got.length === 12, 3000, '12 retained configs (2 devices x 6 points)');
-    const sw = JSON.parse(got.find((m) => m.topic === 'homeassistant/switch/gw1_dev1/relay1/config')!.payload);
+    // The birth message itself is under homeassistant/# too: count the configs.
+    const all = await collect(c, 'homeassistant/#');
+    const configs = () => all.filter((m) => m.topic.endsWith('/config'));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.is(configs().length, 0, 'nothing retained: a late subscriber gets no configs until HA announces itself');
+    // HA's birth message (HA sends it each time it connects) makes the gateway send the configs again.
+    await ha.publishAsync('homeassistant/status', 'online');
+    await waitFor(() => configs().length === 12, 3000, '12 configs (2 devices x 6 points)');
+    assert.ok(configs().every((m) => !m.retain), 'not retained');
+    const sw = JSON.parse(configs().find((m) => m.topic === 'homeassistant/switch/gw1_dev1/relay1/config')!.payload);
     // What HA sends when the switch is turned on goes through the set path.
     await f.ctx.io.writePoints('dev1', Object.entries(JSON.parse(sw.payload_on)).map(([name, value]) => ({ name, value })));
     assert.equal(f.io.writes[0]!.values, [{ name: 'relay1', value: 1 }]);
-    got.length = 0;
+    all.length = 0;
     f.shadow.DeleteDevice('dev2');
-    await waitFor(() => got.length === 6, 3000, 'six removals');
-    assert.ok(got.every((m) => m.topic.includes('gw1_dev2') && m.payload === ''));
-    // HA's birth message makes the gateway send the configs again.
-    got.length = 0;
-    const ha = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`, { username: 'ha', password: 'pw' }).catch(() => null);
-    assert.is(ha, null, 'unknown user is refused');
+    await waitFor(() => configs().length === 6, 3000, 'six removals');
+    assert.ok(configs().every((m) => m.topic.includes('gw1_dev2') && m.payload === ''));
+    const stranger = await connectClient(`mqtt://127.0.0.1:${gw.mqttPort}`, { username: 'ha', password: 'wrong' }).catch(() => null);
+    assert.is(stranger, null, 'a wrong password is refused');
   } finally {
     await endClient(c);
+    await endClient(ha);
     await gw.stop();
     removeDir(f.dir);
   }
