@@ -33,7 +33,9 @@ export function createHistoryPart(
   const start = async (): Promise<void> => {
     if (!config.history.enable) return;
     try {
-      store = await openHistory({ dir, retention: config.history.retention, maxDisk: config.history.max_disk, clock, log });
+      // One series per shadow point can exist: a fixed 65,536 dropped every sample of the last third of a
+      // 1,000 × 100 fleet (issue 16's fleet F) without a word beyond a counter.
+      store = await openHistory({ dir, retention: config.history.retention, maxDisk: config.history.max_disk, maxSeries: Math.max(65_536, config.shadow.max_points), clock, log });
       await unsynced.load();
       detach = attachHistory(shadow.bus, store);
       // Samples written on a clock not yet synchronized are flagged, not dropped (rule 11).

@@ -93,7 +93,8 @@ class FileHistoryStore implements HistoryStore {
       const id = this.registry.idFor(deviceId, point);
       if (id === undefined || !this.cur.push(id, Math.round(time), value)) return this.drop();
       this.counts.recorded++;
-      if (this.cur.full && !this.earlyFlush) {
+      // Half full, not full: the other half takes the samples that arrive while this flush writes.
+      if (this.cur.length * 2 >= this.cur.capacity && !this.earlyFlush) {
         this.earlyFlush = true;
         void this.flush().finally(() => (this.earlyFlush = false));
       }
