@@ -22,14 +22,16 @@ export interface PersistencePart extends Part {
 
 export function createPersistencePart(config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger): PersistencePart {
   let persister: Persister | undefined;
+  let store: Awaited<ReturnType<typeof openShadowStore>> | undefined;
   let ttlTimer: NodeJS.Timeout | undefined;
   const owner = {};
   const empty: PersistStats = { lastSaveAt: 0, lastSaveMs: 0, lastStallMs: 0, lastError: null, saves: 0, seq: 0 };
   return {
     name: 'persistence',
     async start() {
-      const store = await openShadowStore({ dir: path.join(dataDir, 'shadow'), log: log.child({ part: 'store' }) });
-      const loaded = await store.load();
+      const opened = await openShadowStore({ dir: path.join(dataDir, 'shadow'), log: log.child({ part: 'store' }) });
+      store = opened;
+      const loaded = await opened.load();
       for (const problem of loaded.problems) log.error({ problem }, 'persisted shadow problem');
       if (loaded.snapshot) {
         // Rule 11: saved times are ages only on a synchronized clock (a Pi without RTC boots behind).
@@ -37,7 +39,7 @@ export function createPersistencePart(config: GatewayConfig, dataDir: string, sh
         const report = restoreSnapshot(shadow, loaded.snapshot, clock.now(), { trusted: synchronized !== false });
         log.info({ seq: loaded.seq, source: loaded.source, clockSynchronized: synchronized, ...report }, 'shadow restored');
       }
-      const p = startPersisting(shadow, store, config.shadow.persist_interval, clock, log.child({ part: 'persist' }));
+      const p = startPersisting(shadow, opened, config.shadow.persist_interval, clock, log.child({ part: 'persist' }));
       persister = p;
       shadow.bus.on(owner, 'deviceDeleted', () => void p.flush().catch(() => {}));
       ttlTimer = setInterval(() => shadow.CheckTTL(), config.shadow.check_interval);
@@ -48,6 +50,10 @@ export function createPersistencePart(config: GatewayConfig, dataDir: string, sh
       await persister?.stop();
     },
     flush: async () => persister?.flush(),
-    stats: () => ({ ...(persister?.stats() ?? empty) }),
+    stats: () => ({
+      ...(persister?.stats() ?? empty),
+      // Flash: most saves are journal deltas, a full generation only now and then (store/shadow-delta.ts).
+      deltaSaves: store?.deltaSaves ?? 0, fullSaves: store?.fullSaves ?? 0, journalBytes: store?.journalBytes ?? 0,
+    }),
   };
 }

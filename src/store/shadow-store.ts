@@ -24,11 +24,19 @@ import type { Logger } from '../util/logger.js';
 import { atomicWriteFile, fsyncDir, removeStaleTmp } from '../util/atomic-file.js';
 import { type Encoded, GenerationEncoder } from './generation-encoder.js';
 import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
+import { DeltaTracker, applyDeltas } from './shadow-delta.js';
+import { JournalFile, readJournal } from './shadow-journal.js';
 
 const SLOTS = ['a', 'b'] as const;
 type Slot = (typeof SLOTS)[number];
 const MANIFEST_KEY = 'shadow-manifest';
 const fileOf = (slot: Slot): string => `gen-${slot}.bin`;
+const JOURNAL = 'journal.bin';
+/**
+ * A new full generation once the journal holds this many times the generation's bytes: the bytes written per
+ * change stay near a delta's, and a restore reads at most ~4 generations' worth.
+ */
+const JOURNAL_FACTOR = 3;
 
 export interface LoadResult {
   /** Newest valid generation, or null (first start, or nothing valid: then `problems` says so). */
@@ -53,6 +61,10 @@ export interface ShadowStore {
   readonly lastEncodeMs: number;
   /** Sequence number of the newest generation on disk (0: none). */
   readonly seq: number;
+  /** Saves written as journal deltas / as full generations since start, and the journal's size. */
+  readonly deltaSaves: number;
+  readonly fullSaves: number;
+  readonly journalBytes: number;
 }
 
 interface Manifest {
@@ -89,6 +101,11 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   /** Device ids each slot holds on disk: a save that drops a device rewrites both slots (rule 8). */
   const slotIds: Record<Slot, Set<string> | null> = { a: null, b: null };
   const encoder = new GenerationEncoder();
+  const journal = new JournalFile(path.join(dir, JOURNAL));
+  const tracker = new DeltaTracker();
+  let baseBytes = 0;
+  let deltaSaves = 0;
+  let fullSaves = 0;
   let chain: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     const run = chain.then(fn, fn);
@@ -157,13 +174,29 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       if (manifest && manifest.seq > best.seq) {
         problems.push(`newest generation seq ${manifest.seq} (${fileOf(manifest.slot)}) is lost; restored the previous one, seq ${best.seq}`);
       }
-      return { snapshot: best.snapshot, seq: best.seq, source: `${fileOf(best.slot)} (seq ${best.seq})`, problems };
+      const deltas = await replayJournal(best.snapshot, best.seq, problems);
+      return { snapshot: best.snapshot, seq: best.seq, source: `${fileOf(best.slot)} (seq ${best.seq})${deltas ? ` + ${deltas} journal deltas` : ''}`, problems };
     }
     if (present > 0 || manifest) {
       problems.push(`no valid shadow generation in ${dir}: the shadow starts EMPTY and persisted data is lost`);
       return { snapshot: null, seq: 0, source: 'none valid', problems };
     }
     return { snapshot: null, seq: 0, source: 'none (first start)', problems };
+  }
+
+  /** Applies the journal's deltas when they belong to this generation; returns how many were applied. */
+  async function replayJournal(snapshot: ShadowSnapshot, baseSeq: number, problems: string[]): Promise<number> {
+    const found = await readJournal(path.join(dir, JOURNAL));
+    if (!found || found.baseSeq !== baseSeq || found.structureSeq !== snapshot.structureSeq) return 0;
+    // A torn tail is the record a crash interrupted: expected after a power cut, within the loss bound.
+    if (found.tornBytes > 0) log.info({ bytes: found.tornBytes }, 'shadow journal ends with a record cut short by a crash; ignored');
+    try {
+      applyDeltas(snapshot, found.records);
+      return found.records.length;
+    } catch (err) {
+      problems.push(`${JOURNAL}: unusable (${(err as Error).message}); restored generation seq ${baseSeq} without its later changes`);
+      return 0;
+    }
   }
 
   async function writeSlot(slot: Slot, enc: Encoded, ids: Set<string>): Promise<void> {
@@ -178,8 +211,9 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   }
 
   /** The encode already happened (synchronously, in the caller's tick); the rest waits its turn. */
-  function persist(enc: Encoded): Promise<void> {
+  function persist(enc: Encoded, structureSeq?: number): Promise<void> {
     const ids = new Set(enc.ids);
+    const bytes = enc.buf.length;
     return serial(async () => {
       if (!loaded) loaded = scan(); // never overwrite the only good generation blind
       await loaded.catch(() => {});
@@ -190,7 +224,21 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       const other: Slot = target === 'a' ? 'b' : 'a';
       const old = slotIds[other];
       if (old && [...old].some((id) => !ids.has(id))) await writeSlot(other, enc, ids);
+      fullSaves++;
+      // Only a generation taken straight from the table has a tracker behind it to write deltas against.
+      if (structureSeq === undefined) return;
+      await journal.reset(seq, structureSeq);
+      baseBytes = bytes;
     }).finally(() => encoder.release(enc));
+  }
+
+  /** A delta against what the journal's generation plus its records hold; the encode runs now, in the caller's tick. */
+  function appendDelta(shadow: Shadow, now: number): Promise<void> {
+    const payload = Buffer.from(tracker.delta(shadow, now));
+    return serial(async () => {
+      await journal.append(payload);
+      deltaSaves++;
+    });
   }
 
   const store: ShadowStore = {
@@ -201,6 +249,15 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
     get seq() {
       return seq;
     },
+    get deltaSaves() {
+      return deltaSaves;
+    },
+    get fullSaves() {
+      return fullSaves;
+    },
+    get journalBytes() {
+      return journal.bytes;
+    },
     load() {
       // Later saves depend on which slot is newest: a load is the first thing the serial chain does.
       loaded = serial(scan);
@@ -210,11 +267,25 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       return persist(encoder.fromSnapshot(snapshot));
     },
     saveShadow(shadow, now) {
-      return persist(encoder.fromShadow(shadow, now));
+      // Flash: a delta when the structure is the journal's and the journal is not too long yet; else a full generation.
+      const pending = tracker.canDelta(shadow) && journal.ready && journal.bytes < JOURNAL_FACTOR * baseBytes
+        ? appendDelta(shadow, now)
+        : (() => {
+            const enc = encoder.fromShadow(shadow, now);
+            tracker.rebase(shadow);
+            return persist(enc, shadow.structureSeq);
+          })();
+      // Whatever failed, the journal and the tracker no longer agree with the disk: the next save is full.
+      return pending.catch((err: unknown) => {
+        tracker.invalidate();
+        throw err;
+      });
     },
     destroy() {
       return serial(async () => {
         for (const slot of SLOTS) await rm(path.join(dir, fileOf(slot)), { force: true });
+        await journal.remove();
+        tracker.invalidate();
         await storage.removeItem(MANIFEST_KEY);
         await removeStaleTmp(dir);
         await fsyncDir(dir);

@@ -1,0 +1,268 @@
+/**
+ * Deltas of the shadow between full generations (issue 16: flash). A full generation of a 1,000 × 100 fleet
+ * is ~4.8 MB; written every persist_interval it was ~40 GB a day. A delta holds only what changed since the
+ * last save: devices whose time or state moved, and points whose value, flags or write value moved. A poll
+ * refreshes every point's time without changing its value; a device whose points all carry its own update
+ * time says so with one bit ("all refreshed"), so refreshed points cost nothing.
+ *
+ * A delta is a list of ordinals into the base generation's order (devices, then their points concatenated),
+ * valid while the shadow's structure is the base's (same structureSeq). Pure: the journal file is
+ * shadow-journal.ts.
+ */
+import type { Shadow } from '../core/shadow.js';
+import type { ShadowSnapshot } from '../core/snapshot.js';
+import { HAS_VALUE, HAS_WRITE, STR_VALUE, STR_WRITE, UNAVAILABLE } from '../core/table.js';
+
+const ALL_REFRESHED = 1;
+const P_TIME = 1;
+const P_WRITE = 2;
+const P_STR = 4;
+const P_STR_WRITE = 8;
+const HAS_DATA = HAS_VALUE | UNAVAILABLE;
+
+/** A growable little-endian writer (one reused buffer: a delta is encoded on the main thread every interval). */
+class Writer {
+  buf = Buffer.allocUnsafe(64 << 10);
+  at = 0;
+  private room(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + n));
+    this.buf.copy(next, 0, 0, this.at);
+    this.buf = next;
+  }
+  u8(v: number): void { this.room(1); this.buf[this.at++] = v; }
+  u32(v: number): void { this.room(4); this.buf.writeUInt32LE(v, this.at); this.at += 4; }
+  f64(v: number): void { this.room(8); this.buf.writeDoubleLE(v, this.at); this.at += 8; }
+  str(s: string): void {
+    const n = Buffer.byteLength(s);
+    this.u32(n);
+    this.room(n);
+    this.buf.write(s, this.at);
+    this.at += n;
+  }
+}
+
+/** What was last persisted, per ordinal: the delta is the difference to it. */
+export class DeltaTracker {
+  structureSeq = -1;
+  private devSlots = new Int32Array(0);
+  private ptSlots = new Int32Array(0);
+  private ptDev = new Int32Array(0);
+  private dUpd = new Float64Array(0);
+  private dVer = new Float64Array(0);
+  private dState = new Uint8Array(0);
+  private dDisc = new Uint32Array(0);
+  private pNum = new Float64Array(0);
+  private pUpd = new Float64Array(0);
+  private pWriteAt = new Float64Array(0);
+  private pFlags = new Uint8Array(0);
+  private pStr: (string | undefined)[] = [];
+  private readonly w = new Writer();
+
+  /** Forgets what was persisted: the next save must be a full generation. */
+  invalidate(): void {
+    this.structureSeq = -1;
+  }
+
+  canDelta(shadow: Shadow): boolean {
+    return this.structureSeq === shadow.structureSeq;
+  }
+
+  /** Called with the encode of a full generation (same tick): everything in the table is now "persisted". */
+  rebase(shadow: Shadow): void {
+    const t = shadow.table;
+    const devs: number[] = [];
+    const pts: number[] = [];
+    const ptDev: number[] = [];
+    for (const d of shadow.slots()) {
+      const slot = t.devices[d]!;
+      for (const name of slot.names) {
+        pts.push(slot.points.get(name)!);
+        ptDev.push(devs.length);
+      }
+      devs.push(d);
+    }
+    this.devSlots = Int32Array.from(devs);
+    this.ptSlots = Int32Array.from(pts);
+    this.ptDev = Int32Array.from(ptDev);
+    const n = devs.length;
+    const m = pts.length;
+    if (this.dUpd.length !== n) {
+      this.dUpd = new Float64Array(n); this.dVer = new Float64Array(n); this.dState = new Uint8Array(n); this.dDisc = new Uint32Array(n);
+    }
+    if (this.pNum.length !== m) {
+      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pWriteAt = new Float64Array(m); this.pFlags = new Uint8Array(m);
+      this.pStr = new Array<string | undefined>(m);
+    }
+    for (let i = 0; i < n; i++) this.keepDevice(t, i);
+    for (let k = 0; k < m; k++) this.keepPoint(t, k);
+    this.structureSeq = shadow.structureSeq;
+  }
+
+  /** The changes since the last save as one record payload (a view of a reused buffer: write it before the next call). */
+  delta(shadow: Shadow, now: number): Buffer {
+    const t = shadow.table;
+    const w = this.w;
+    w.at = 0;
+    w.f64(now);
+    const devCountAt = w.at;
+    w.u32(0);
+    let devCount = 0;
+    const n = this.devSlots.length;
+    // Devices first, with "all refreshed" when every point with data carries the device's time.
+    const allRefreshed = new Uint8Array(n);
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      const d = this.devSlots[i]!;
+      const upd = t.devUpdatedAt[d]!;
+      let all = 1;
+      const end = k + t.devices[d]!.names.length;
+      for (let j = k; j < end; j++) {
+        const p = this.ptSlots[j]!;
+        if ((t.ptFlags[p]! & HAS_DATA) !== 0 && t.ptUpdatedAt[p] !== upd) {
+          all = 0;
+          break;
+        }
+      }
+      k = end;
+      allRefreshed[i] = all;
+      if (upd === this.dUpd[i] && t.devVersion[d] === this.dVer[i] && t.devState[d] === this.dState[i] && t.devDisconnect[d] === this.dDisc[i]) continue;
+      devCount++;
+      w.u32(i);
+      w.u8(all ? ALL_REFRESHED : 0);
+      w.f64(upd);
+      w.u32(t.devDisconnect[d]!);
+      w.u8(t.devState[d]!);
+      w.f64(t.devVersion[d]!);
+      this.keepDevice(t, i);
+    }
+    w.buf.writeUInt32LE(devCount, devCountAt);
+    const ptCountAt = w.at;
+    w.u32(0);
+    let ptCount = 0;
+    const m = this.ptSlots.length;
+    for (let j = 0; j < m; j++) {
+      const p = this.ptSlots[j]!;
+      const i = this.ptDev[j]!;
+      const flags = t.ptFlags[p]!;
+      const str = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
+      const upd = t.ptUpdatedAt[p]!;
+      const devUpd = t.devUpdatedAt[this.devSlots[i]!]!;
+      // A refreshed time is carried by its device's bit when the device has it; otherwise it is a change here.
+      const timeMoved = upd !== this.pUpd[j] && !(allRefreshed[i] && upd === devUpd);
+      const writeMoved = t.ptWriteAt[p] !== this.pWriteAt[j];
+      if (flags === this.pFlags[j] && !timeMoved && !writeMoved && str === this.pStr[j] && Object.is(t.ptNum[p], this.pNum[j])) {
+        if (upd !== this.pUpd[j]) this.pUpd[j] = upd;
+        continue;
+      }
+      ptCount++;
+      const ownTime = upd !== devUpd;
+      const strWrite = writeMoved && (flags & STR_WRITE) !== 0;
+      w.u32(j);
+      w.u8(flags);
+      w.u8((ownTime ? P_TIME : 0) | (writeMoved ? P_WRITE : 0) | (str !== undefined ? P_STR : 0) | (strWrite ? P_STR_WRITE : 0));
+      if (str !== undefined) w.str(str);
+      else w.f64(t.ptNum[p]!);
+      if (ownTime) w.f64(upd);
+      if (writeMoved) {
+        if (strWrite) w.str(t.ptWriteStr[p] ?? '');
+        else w.f64(t.ptWriteNum[p]!);
+        w.f64(t.ptWriteAt[p]!);
+      }
+      this.keepPoint(t, j);
+    }
+    w.buf.writeUInt32LE(ptCount, ptCountAt);
+    return w.buf.subarray(0, w.at);
+  }
+
+  private keepDevice(t: Shadow['table'], i: number): void {
+    const d = this.devSlots[i]!;
+    this.dUpd[i] = t.devUpdatedAt[d]!;
+    this.dVer[i] = t.devVersion[d]!;
+    this.dState[i] = t.devState[d]!;
+    this.dDisc[i] = t.devDisconnect[d]!;
+  }
+
+  private keepPoint(t: Shadow['table'], k: number): void {
+    const p = this.ptSlots[k]!;
+    const flags = t.ptFlags[p]!;
+    this.pNum[k] = t.ptNum[p]!;
+    this.pUpd[k] = t.ptUpdatedAt[p]!;
+    this.pWriteAt[k] = t.ptWriteAt[p]!;
+    this.pFlags[k] = flags;
+    this.pStr[k] = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
+  }
+}
+
+/** Applies delta records, oldest first, to a decoded base generation; its savedAt becomes the last record's time. */
+export function applyDeltas(snap: ShadowSnapshot, records: readonly Buffer[]): void {
+  const starts: number[] = [];
+  let k = 0;
+  for (const d of snap.devices) {
+    starts.push(k);
+    k += d.points.length;
+  }
+  starts.push(k);
+  const m = k;
+  const ptDev = new Int32Array(m);
+  snap.devices.forEach((_, i) => ptDev.fill(i, starts[i], starts[i + 1]));
+  const strValues = new Map(snap.strValues);
+  const strWrites = new Map(snap.strWrites);
+  for (const rec of records) {
+    let at = 0;
+    const time = rec.readDoubleLE(at); at += 8;
+    const devCount = rec.readUInt32LE(at); at += 4;
+    for (let c = 0; c < devCount; c++) {
+      const i = rec.readUInt32LE(at); at += 4;
+      const bits = rec[at++]!;
+      const upd = rec.readDoubleLE(at); at += 8;
+      const disc = rec.readUInt32LE(at); at += 4;
+      const state = rec[at++]!;
+      const version = rec.readDoubleLE(at); at += 8;
+      if (i >= snap.devices.length) throw new Error(`delta names device ${i} of ${snap.devices.length}`);
+      snap.dev.updatedAt[i] = upd;
+      snap.dev.disconnect[i] = disc;
+      snap.dev.state[i] = state;
+      snap.dev.version[i] = version;
+      if (bits & ALL_REFRESHED) {
+        for (let j = starts[i]!; j < starts[i + 1]!; j++) if ((snap.pts.flags[j]! & HAS_DATA) !== 0) snap.pts.updatedAt[j] = upd;
+      }
+    }
+    const ptCount = rec.readUInt32LE(at); at += 4;
+    for (let c = 0; c < ptCount; c++) {
+      const j = rec.readUInt32LE(at); at += 4;
+      const flags = rec[at++]!;
+      const bits = rec[at++]!;
+      if (j >= m) throw new Error(`delta names point ${j} of ${m}`);
+      snap.pts.flags[j] = flags;
+      if (bits & P_STR) {
+        const len = rec.readUInt32LE(at); at += 4;
+        strValues.set(j, rec.toString('utf8', at, at + len)); at += len;
+      } else {
+        snap.pts.num[j] = rec.readDoubleLE(at); at += 8;
+        strValues.delete(j);
+      }
+      const i = ptDev[j]!;
+      if (bits & P_TIME) {
+        snap.pts.updatedAt[j] = rec.readDoubleLE(at); at += 8;
+      } else {
+        snap.pts.updatedAt[j] = snap.dev.updatedAt[i]!;
+      }
+      if (bits & P_WRITE) {
+        if (bits & P_STR_WRITE) {
+          const len = rec.readUInt32LE(at); at += 4;
+          strWrites.set(j, rec.toString('utf8', at, at + len)); at += len;
+        } else {
+          snap.pts.writeNum[j] = rec.readDoubleLE(at); at += 8;
+          strWrites.delete(j);
+        }
+        snap.pts.writeAt[j] = rec.readDoubleLE(at); at += 8;
+      }
+      if ((flags & HAS_WRITE) === 0) strWrites.delete(j);
+    }
+    if (at !== rec.length) throw new Error(`delta record has ${rec.length - at} bytes left over`);
+    snap.savedAt = time;
+  }
+  snap.strValues = [...strValues];
+  snap.strWrites = [...strWrites];
+}
