@@ -35,7 +35,8 @@ export async function writeFleetConfig(file: string, dataDir: string, devices: n
 
 /** The release bundle (`make dist`), started as the systemd unit starts it. */
 export const BUNDLE = path.resolve('build/shadowgate/shadowgate.mjs');
-const UNIT_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=96'];
+/** The node flags of the shipped unit's ExecStart, read from it so a bench measures what a Pi runs. */
+export const UNIT_FLAGS = (/^ExecStart=\S+\s+((?:--\S+\s+)*)/m.exec(readFileSync('systemd/shadowgate.service', 'utf8'))?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
 
 /** What to start: a tsc build's main.js (executable, its shebang's flags) or a release bundle (the unit's flags). */
 export interface Entry {

@@ -1,0 +1,192 @@
+/**
+ * Issue 16's footprint figures, measured on the release bundle with the unit's node flags and the shipped
+ * defaults on (scripts/bench/fleet-f.ts), all in one run:
+ *   1. memory: fleet F's RSS, per point over a 1 × 100 gateway with the same features, flatness, unit headroom;
+ *   2. flash writes: /proc/<pid>/io write_bytes scaled to a day, for an idle gateway and for F against the bytes
+ *      its history files grew by (the history being the floor);
+ *   3. event-loop delay (the gateway's own monitorEventLoopDelay, /metrics) while F runs and saves snapshots;
+ *   4. REST devicePoint with F running vs a bare node:http server sending the same bytes (autocannon);
+ *   6. start-to-ready with F restored from disk.
+ * `BENCH_WINDOW_S` sets the measuring window (default 60 s; the issue's 10 minutes: 600).
+ * Run alone: `node --import tsx scripts/bench/footprint.ts`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { BUNDLE, entryOf, MAIN, rssOf, startChild, stopChild, UNIT_FLAGS, type Running } from './child.js';
+import { describeFleet, FLEET_1, FLEET_F, POINTS_PER_DEVICE, writeFleet, type FleetOptions } from './fleet-f.js';
+import { freePort } from '../../test/drivers/modbus-rig.js';
+import { report, type Result } from './report.js';
+
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const WINDOW_S = Number(process.env.BENCH_WINDOW_S ?? 60);
+const MB = 2 ** 20;
+const DAY_S = 86_400;
+const entry = existsSync(BUNDLE) ? entryOf(BUNDLE) : entryOf(MAIN);
+const entryText = entry.file === BUNDLE ? `release bundle, the unit's flags ${UNIT_FLAGS.join(' ')}` : 'dist/main.js (no bundle: run make dist)';
+
+function unitMemoryMax(): number {
+  const m = /^MemoryMax=(\d+)M/m.exec(readFileSync('systemd/shadowgate.service', 'utf8'));
+  return m ? Number(m[1]) * MB : NaN;
+}
+
+const writeBytes = (pid: number): number => Number(/^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
+
+function dirBytes(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let sum = 0;
+  for (const f of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, f.name);
+    sum += f.isDirectory() ? dirBytes(p) : statSync(p).size;
+  }
+  return sum;
+}
+
+async function metric(port: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+}
+
+interface Started { gw: Running; sub: ChildProcess | null; dataDir: string; config: string }
+
+async function start(dir: string, name: string, o: FleetOptions): Promise<Started> {
+  const ports = { http: await freePort(), mqtt: await freePort(), ws: await freePort() };
+  const config = path.join(dir, `${name}.json`);
+  const dataDir = path.join(dir, `${name}-data`);
+  await writeFleet(config, dataDir, ports, o);
+  const gw = await startChild(config, 60_000, entry);
+  // One subscriber to all the gateway publishes, as Node-RED would be (anonymous clients may not subscribe to
+  // `#` itself: other clients' topics are not theirs).
+  const sub = o.mqtt ? spawn('mosquitto_sub', ['-h', '127.0.0.1', '-p', String(ports.mqtt), '-t', 'shadowgate/#', '-t', 'homeassistant/#', '-q', '0'], { stdio: 'ignore' }) : null;
+  return { gw, sub, dataDir, config };
+}
+
+async function stop(s: Started): Promise<void> {
+  if (s.sub) await stopChild(s.sub);
+  await s.gw.stop();
+}
+
+async function rest(port: number, seconds: number): Promise<{ rps: number; p99: number; errors: number }> {
+  const url = `http://127.0.0.1:${port}/api/v1/shadow/devicePoint?id=dev-7&point=f0`;
+  const r = await autocannon({ url, connections: 50, duration: seconds, pipelining: 1 });
+  return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+async function bareServer(body: string): Promise<{ port: number; child: ChildProcess }> {
+  const src = `const http=require('http');const b=Buffer.from(${JSON.stringify(body)});` +
+    `const s=http.createServer((q,r)=>{r.writeHead(200,{'content-type':'application/json','content-length':b.length});r.end(b)});` +
+    `s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
+  const child = spawn(process.execPath, ['-e', src], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+    child.once('exit', () => reject(new Error('baseline server died')));
+  });
+  return { port, child };
+}
+
+/** The idle gateway: the demo's three devices with constant values, everything else as shipped. */
+async function idleWrites(dir: string): Promise<Result> {
+  const idle = await start(dir, 'idle', { devices: 3, changing: 0, mqtt: true, history: true, homeassistant: true });
+  try {
+    await settle(15_000); // start-up writes (config version, first snapshot, registry) are not the idle rate
+    const w0 = writeBytes(idle.gw.child.pid!);
+    await settle(WINDOW_S * 1000);
+    const perDay = ((writeBytes(idle.gw.child.pid!) - w0) / WINDOW_S) * DAY_S;
+    return { name: 'flash writes, idle gateway', measured: perDay / MB, target: 5, unit: 'MB/day', higherIsBetter: false,
+      note: `3 devices × 100 constant points, features as F; /proc/pid/io write_bytes over ${WINDOW_S} s × ${DAY_S / WINDOW_S}` };
+  } finally {
+    await stop(idle);
+  }
+}
+
+export async function benchFootprint(): Promise<Result[]> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-footprint-'));
+  const results: Result[] = [];
+  const config = `${describeFleet(FLEET_F)}; ${entryText}`;
+  console.log(`footprint: ${config}; window ${WINDOW_S} s`);
+  try {
+    const one = await start(dir, 'one', FLEET_1);
+    await settle(20_000);
+    const rssOne = rssOf(one.gw.child.pid!);
+    await stop(one);
+
+    const f = await start(dir, 'fleet', FLEET_F);
+    try {
+      const pid = f.gw.child.pid!;
+      // Warm-up: every device polled, discovery sent, the first generation and the first history seal written.
+      await settle(60_000);
+      const rss: number[] = [];
+      const eld = { p99: 0, max: 0 };
+      const w0 = writeBytes(pid);
+      const h0 = dirBytes(path.join(f.dataDir, 'history'));
+      const s0 = await metric(f.gw.port, 'shadowgate_history_recorded_samples');
+      const d0 = await metric(f.gw.port, 'shadowgate_history_dropped_samples');
+      const t0 = performance.now();
+      while (performance.now() - t0 < WINDOW_S * 1000) {
+        await settle(5000);
+        rss.push(rssOf(pid));
+        eld.p99 = Math.max(eld.p99, await metric(f.gw.port, 'shadowgate_event_loop_window_p99_ms'));
+        eld.max = Math.max(eld.max, await metric(f.gw.port, 'shadowgate_event_loop_window_max_ms'));
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      const written = writeBytes(pid) - w0;
+      const historyDir = dirBytes(path.join(f.dataDir, 'history')) - h0;
+      // The floor: the samples history records, at the log's 13 bytes a sample (docs/history.md).
+      const samples = (await metric(f.gw.port, 'shadowgate_history_recorded_samples')) - s0;
+      const dropped = (await metric(f.gw.port, 'shadowgate_history_dropped_samples')) - d0;
+      const history = samples * 13;
+      const mean = rss.reduce((a, b) => a + b, 0) / rss.length;
+      const peak = Math.max(...rss);
+      const points = FLEET_F.devices * POINTS_PER_DEVICE;
+      const memoryMax = unitMemoryMax();
+      results.push(
+        { name: 'memory: fleet F RSS', measured: peak / MB, target: 100, unit: 'MB', higherIsBetter: false, note: `${config}; mean ${(mean / MB).toFixed(1)} MB over ${seconds.toFixed(0)} s` },
+        { name: 'memory: per point over 1 device × 100 points', measured: (peak - rssOne) / (points - POINTS_PER_DEVICE), target: 300, unit: 'B', higherIsBetter: false, note: `1 × 100 gateway ${(rssOne / MB).toFixed(1)} MB, same features` },
+        { name: 'memory: RSS spread over the window', measured: ((peak - Math.min(...rss)) / mean) * 100, target: 10, unit: '% (±5%)', higherIsBetter: false, note: `${rss.length} samples every 5 s after a 30 s warm-up` },
+        { name: 'memory: unit MemoryMax headroom over F', measured: (1 - peak / memoryMax) * 100, target: 30, unit: '%', higherIsBetter: true, note: `MemoryMax ${(memoryMax / MB).toFixed(0)} MB` },
+        { name: 'flash writes, fleet F per day', measured: (written / seconds) * DAY_S / MB, target: ((history / seconds) * DAY_S / MB) * 1.2, unit: 'MB/day', higherIsBetter: false,
+          note: `target = 1.2 × the ${Math.round(samples / seconds).toLocaleString('en')} history samples/s recorded at 13 B (${((history / seconds) * DAY_S / MB).toFixed(0)} MB/day); the history directory grew ${((historyDir / seconds) * DAY_S / MB).toFixed(0)} MB/day (log, seals, rollups)` },
+        { name: 'history samples dropped during the window', measured: dropped, target: 0, unit: 'samples', higherIsBetter: false, note: `${samples.toLocaleString('en')} recorded` },
+        { name: 'event loop p99 (worst 10 s window), F with snapshots', measured: eld.p99, target: 20, unit: 'ms', higherIsBetter: false, note: 'the gateway\'s own monitorEventLoopDelay' },
+        { name: 'event loop max, F with snapshots', measured: eld.max, target: 50, unit: 'ms', higherIsBetter: false },
+      );
+
+      const pathQ = `http://127.0.0.1:${f.gw.port}/api/v1/shadow/devicePoint?id=dev-7&point=f0`;
+      const body = await (await fetch(pathQ)).text();
+      await rest(f.gw.port, 2);
+      const ours = await rest(f.gw.port, 8);
+      const bare = await bareServer(body);
+      try {
+        await rest(bare.port, 2).catch(() => undefined);
+        const base = await autocannon({ url: `http://127.0.0.1:${bare.port}/`, connections: 50, duration: 8, pipelining: 1 });
+        results.push({ name: 'REST devicePoint with F running vs bare node:http', measured: ours.rps / base.requests.average, target: 0.8, unit: '×', higherIsBetter: true,
+          note: `${Math.round(ours.rps)} vs ${Math.round(base.requests.average)} req/s, p99 ${ours.p99} vs ${base.latency.p99} ms, errors ${ours.errors}` });
+      } finally {
+        await stopChild(bare.child);
+      }
+      const half = await autocannon({ url: pathQ, connections: 10, duration: 8, overallRate: Math.round(ours.rps / 2) });
+      results.push({ name: 'REST devicePoint p99 at half that load', measured: half.latency.p99, target: 2, unit: 'ms', higherIsBetter: false, note: `${Math.round(half.requests.average)} req/s` });
+    } finally {
+      await stop(f);
+    }
+
+    // Start-to-ready with F restored: the snapshot saved on the stop above.
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const again = await startChild(f.config, 60_000, entry);
+      times.push(again.readyMs);
+      await again.stop();
+    }
+    times.sort((a, b) => a - b);
+    results.push({ name: 'start-to-ready, F restored from disk (median of 3)', measured: times[1]!, target: 1000, unit: 'ms', higherIsBetter: false, note: `${entryText}; process spawn included` });
+    results.push(await idleWrites(dir));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return results;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) report(await benchFootprint());
