@@ -35,7 +35,9 @@ export function createHistoryPart(
     try {
       // One series per shadow point can exist: a fixed 65,536 dropped every sample of the last third of a
       // 1,000 × 100 fleet (issue 16's fleet F) without a word beyond a counter.
-      store = await openHistory({ dir, retention: config.history.retention, maxDisk: config.history.max_disk, maxSeries: Math.max(65_536, config.shadow.max_points), clock, log });
+      store = await openHistory({ dir, retention: config.history.retention, maxDisk: config.history.max_disk, maxSeries: Math.max(65_536, config.shadow.max_points),
+        // Room for what arrives while a flush waits behind a seal (a seal of a big fleet's log takes seconds on a Pi).
+        bufferSamples: Math.max(65_536, config.shadow.max_points), clock, log });
       await unsynced.load();
       detach = attachHistory(shadow.bus, store);
       // Samples written on a clock not yet synchronized are flagged, not dropped (rule 11).

@@ -11,27 +11,38 @@ import { HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS
 import { FOOTER_ENTRY, FOOT_MAGIC, SEG_MAGIC, TRAILER } from './segment.js';
 import { scanBlocks, writeAt } from './scan.js';
 
-interface SeriesSamples {
-  num: Samples;
-  str: Samples;
-}
-
 /** Returns false when the log held no live data (then nothing is written). */
 export async function compactLog(logPath: string, outPath: string, isLive: (series: number) => boolean): Promise<boolean> {
-  const bySeries = new Map<number, SeriesSamples>();
+  // The log's samples in flat arrays, then one index sorted by (series, kind, time): no object per series.
+  // A sealed log of a 1,000 × 100 fleet touches ~50k series; an object + 4 arrays each was a 60 MB heap
+  // spike at every seal (issue 16).
+  const series: number[] = [];
+  const kinds: number[] = [];
+  const times: number[] = [];
+  const values: (number | string)[] = [];
+  const scratch: Samples = emptySamples();
   const src = await open(logPath, 'r');
   try {
     const size = (await src.stat()).size;
     await scanBlocks(src, 0, size, (buf, off, meta) => {
       if (!isLive(meta.series) || (meta.kind !== KIND_NUM && meta.kind !== KIND_STR)) return;
-      let s = bySeries.get(meta.series);
-      if (!s) bySeries.set(meta.series, (s = { num: emptySamples(), str: emptySamples() }));
-      decodeSamples(buf, off, meta, -Infinity, Infinity, meta.kind === KIND_NUM ? s.num : s.str);
+      scratch.ts.length = 0;
+      scratch.val.length = 0;
+      decodeSamples(buf, off, meta, -Infinity, Infinity, scratch);
+      for (let i = 0; i < scratch.ts.length; i++) {
+        series.push(meta.series);
+        kinds.push(meta.kind);
+        times.push(scratch.ts[i]!);
+        values.push(scratch.val[i]!);
+      }
     });
   } finally {
     await src.close();
   }
-  if (!bySeries.size) return false;
+  if (!series.length) return false;
+  // Arrival order breaks ties: equal times keep the order they were recorded in.
+  const order = Array.from({ length: series.length }, (_, i) => i)
+    .sort((a, b) => series[a]! - series[b]! || kinds[a]! - kinds[b]! || times[a]! - times[b]! || a - b);
 
   const tmp = `${outPath}.tmp`;
   const out = await open(tmp, 'w');
@@ -39,16 +50,22 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
     await writeAt(out, SEG_MAGIC, 0);
     let pos = SEG_MAGIC.length;
     const writer = new BlockWriter();
-    for (const series of [...bySeries.keys()].sort((a, b) => a - b)) {
-      const s = bySeries.get(series)!;
-      bySeries.delete(series); // free as we go: peak memory is one log, not two
-      const num = sortByTime(s.num);
-      const str = sortByTime(s.str);
-      if (num.ts.length) writer.addNum(series, num.ts, num.val as number[]);
-      if (str.ts.length) writer.addStr(series, str.ts, str.val as string[]);
-      if (num.ts.length) {
-        writer.addRollups(KIND_MINUTE, series, rollups(num.ts, num.val as number[], MINUTE));
-        writer.addRollups(KIND_HOUR, series, rollups(num.ts, num.val as number[], HOUR));
+    for (let r = 0; r < order.length;) {
+      const first = order[r]!;
+      const s = series[first]!;
+      const kind = kinds[first]!;
+      const ts: number[] = [];
+      const val: (number | string)[] = [];
+      for (; r < order.length && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
+        ts.push(times[order[r]!]!);
+        val.push(values[order[r]!]!);
+      }
+      if (kind === KIND_NUM) {
+        writer.addNum(s, ts, val as number[]);
+        writer.addRollups(KIND_MINUTE, s, rollups(ts, val as number[], MINUTE));
+        writer.addRollups(KIND_HOUR, s, rollups(ts, val as number[], HOUR));
+      } else {
+        writer.addStr(s, ts, val as string[]);
       }
       if (writer.pending >= 1024 * 1024) {
         const chunk = writer.take();
@@ -99,20 +116,6 @@ export async function syncDir(dir: string): Promise<void> {
   } finally {
     await fh.close();
   }
-}
-
-/** Stable sort by time (equal times keep arrival order); a no-op for the usual already-ordered case. */
-export function sortByTime(s: Samples): Samples {
-  let sorted = true;
-  for (let i = 1; i < s.ts.length; i++) {
-    if (s.ts[i]! < s.ts[i - 1]!) {
-      sorted = false;
-      break;
-    }
-  }
-  if (sorted) return s;
-  const idx = s.ts.map((_, i) => i).sort((a, b) => s.ts[a]! - s.ts[b]! || a - b);
-  return { ts: idx.map((i) => s.ts[i]!), val: idx.map((i) => s.val[i]!) };
 }
 
 /** Rollup records for time-ordered samples: bucketStart, count, min, max, sum, first, last, firstTs, lastTs. */
