@@ -99,6 +99,25 @@ export class DeltaTracker {
     this.structureSeq = shadow.structureSeq;
   }
 
+  /**
+   * Whether nothing but times moved since the last save: no value, flag or write value of a point, and no
+   * device's state or failure count. A poll of an idle device refreshes its times and version only.
+   */
+  onlyTimesMoved(shadow: Shadow): boolean {
+    const t = shadow.table;
+    for (let i = 0; i < this.devSlots.length; i++) {
+      const d = this.devSlots[i]!;
+      if (t.devState[d] !== this.dState[i] || t.devDisconnect[d] !== this.dDisc[i]) return false;
+    }
+    for (let j = 0; j < this.ptSlots.length; j++) {
+      const p = this.ptSlots[j]!;
+      const flags = t.ptFlags[p]!;
+      if (flags !== this.pFlags[j] || t.ptWriteAt[p] !== this.pWriteAt[j] || !Object.is(t.ptNum[p], this.pNum[j])) return false;
+      if ((flags & STR_VALUE) !== 0 && t.ptStr[p] !== this.pStr[j]) return false;
+    }
+    return true;
+  }
+
   /** The changes since the last save as one record payload (a view of a reused buffer: write it before the next call). */
   delta(shadow: Shadow, now: number): Buffer {
     const t = shadow.table;

@@ -37,6 +37,12 @@ const JOURNAL = 'journal.bin';
  * change stay near a delta's, and a restore reads at most ~4 generations' worth.
  */
 const JOURNAL_FACTOR = 3;
+/**
+ * Saves that would only move times (a poll of an idle device refreshes its update times, nothing else) are
+ * written at most this often: each is a block and a journal commit on the SD card, ~200 MB a day for an idle
+ * gateway at a 5 s interval. Values, states and write values keep the persist_interval bound.
+ */
+const TIMES_ONLY_MS = 60_000;
 
 export interface LoadResult {
   /** Newest valid generation, or null (first start, or nothing valid: then `problems` says so). */
@@ -104,6 +110,8 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   const journal = new JournalFile(path.join(dir, JOURNAL));
   const tracker = new DeltaTracker();
   let baseBytes = 0;
+  /** Clock time of the last delta written (for TIMES_ONLY_MS). */
+  let lastDeltaAt = -Infinity;
   let deltaSaves = 0;
   let fullSaves = 0;
   let chain: Promise<unknown> = Promise.resolve();
@@ -234,6 +242,8 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
 
   /** A delta against what the journal's generation plus its records hold; the encode runs now, in the caller's tick. */
   function appendDelta(shadow: Shadow, now: number): Promise<void> {
+    if (now - lastDeltaAt < TIMES_ONLY_MS && tracker.onlyTimesMoved(shadow)) return Promise.resolve();
+    lastDeltaAt = now;
     const payload = Buffer.from(tracker.delta(shadow, now));
     return serial(async () => {
       await journal.append(payload);

@@ -1,7 +1,7 @@
 /** The event-loop delay part reports a real stall as its delay beyond the sampling interval, per 10 s window. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createEventLoopPart } from '../../src/runtime/event-loop.js';
+import { createEventLoopPart, type EventLoopStats } from '../../src/runtime/event-loop.js';
 
 test('a 120 ms busy loop shows as a ~100+ ms max and p99 in the whole-run figures; a quiet loop shows ~0', async () => {
   const part = createEventLoopPart();
@@ -13,7 +13,7 @@ test('a 120 ms busy loop shows as a ~100+ ms max and p99 in the whole-run figure
     const end = Date.now() + 120;
     while (Date.now() < end) { /* a stall, as a synchronous parse of a big file would be */ }
     await new Promise((r) => setTimeout(r, 10_300)); // the 10 s window closes
-    const s = part.stats();
+    const s = part.stats() as EventLoopStats;
     assert.ok(s.windowMaxMs >= 90 && s.windowMaxMs < 200, `window max ${s.windowMaxMs} ms`);
     assert.ok(s.maxMs >= 90, `whole-run max ${s.maxMs} ms`);
     assert.ok(s.windowP99Ms < s.windowMaxMs, `p99 ${s.windowP99Ms} below the one stall`);

@@ -139,4 +139,34 @@ test('a journal is applied only to its own generation; a later generation starts
   });
 });
 
+
+test('a save that would only move update times waits up to a minute; a value change is written at once', async () => {
+  await withDir(async (dir) => {
+    const now = { t: Date.UTC(2026, 0, 1) };
+    const shadow = fleet(now, 3, 5);
+    poll(shadow, now, 3, 5, 0, 0);
+    const store = await openShadowStore({ dir, log: silentLogger });
+    await store.load();
+    await store.saveShadow(shadow, now.t);
+    poll(shadow, now, 3, 5, 0, 0);
+    await store.saveShadow(shadow, now.t);
+    assert.is(store.deltaSaves, 1, 'the first delta is written');
+    for (let i = 0; i < 5; i++) {
+      poll(shadow, now, 3, 5, 0, 0); // constant values: only times move
+      await store.saveShadow(shadow, now.t);
+    }
+    assert.is(store.deltaSaves, 1, 'times alone wait');
+    shadow.SetDevicePoints('dev-2', { p0: 123 });
+    await store.saveShadow(shadow, now.t);
+    assert.is(store.deltaSaves, 2, 'a value is written at once');
+    now.t += 61_000;
+    poll(shadow, now, 3, 5, 0, 0);
+    shadow.SetDevicePoints('dev-2', { p0: 123 });
+    await store.saveShadow(shadow, now.t);
+    assert.is(store.deltaSaves, 3, 'a minute later the times go too');
+    const loaded = await (await openShadowStore({ dir, log: silentLogger })).load();
+    same(loaded.snapshot!, takeSnapshot(shadow, now.t));
+  });
+});
+
 test.run();
