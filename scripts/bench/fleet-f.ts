@@ -2,7 +2,7 @@
  * Issue 16's fleet F, the configuration every footprint figure is measured with: N devices × 100 points
  * (50 int, 40 float, 10 short strings), 10% of the points changing every second (random walks polled at 1 s),
  * simulator driver, and the shipped defaults on — history, persistence (10 s), the MQTT broker (with one
- * subscriber to `#` started by the bench) and Home Assistant discovery. `describeFleet` is printed beside
+ * subscriber to the gateway's topics started by the bench) and Home Assistant discovery. `describeFleet` is printed beside
  * every figure, so a reader knows what was measured.
  */
 import { writeFile } from 'node:fs/promises';
