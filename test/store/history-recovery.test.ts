@@ -178,4 +178,15 @@ test('concurrent ingest, flushes, sealing and queries: every query sees each ear
     }
   }));
 
+
+test('a sealed log groups samples by series and kind, each group in time order, ties in arrival order', async () => {
+  const { groupOrder } = await import('../../src/store/history/compact.js');
+  const { KIND_NUM, KIND_STR } = await import('../../src/store/history/format.js');
+  const series = [7, 3, 7, 3, 7, 3, 7];
+  const kinds = [KIND_NUM, KIND_NUM, KIND_NUM, KIND_STR, KIND_NUM, KIND_NUM, KIND_NUM];
+  const times = [30, 10, 20, 5, 20, 11, 40];
+  // 3/num: 1 (10), 5 (11); 3/str: 3; 7/num by time: 2 (20), 4 (20, arrived later), 0 (30), 6 (40).
+  assert.equal([...groupOrder(series, kinds, times)], [1, 5, 3, 2, 4, 0, 6]);
+});
+
 test.run();

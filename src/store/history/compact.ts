@@ -40,9 +40,7 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
     await src.close();
   }
   if (!series.length) return false;
-  // Arrival order breaks ties: equal times keep the order they were recorded in.
-  const order = Array.from({ length: series.length }, (_, i) => i)
-    .sort((a, b) => series[a]! - series[b]! || kinds[a]! - kinds[b]! || times[a]! - times[b]! || a - b);
+  const order = groupOrder(series, kinds, times);
 
   const tmp = `${outPath}.tmp`;
   const out = await open(tmp, 'w');
@@ -104,6 +102,42 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
   await rename(tmp, outPath);
   await syncDir(dirname(outPath));
   return true;
+}
+
+/**
+ * Sample indices grouped by (series, kind), each group in time order, equal times in arrival order. A counting
+ * sort on the group key (O(n), typed arrays) and a sort only of the groups that arrived out of time order: a
+ * comparison sort of a whole 8 MiB log (~600k samples) held the event loop for ~200 ms (issue 16's stall goal
+ * is 50 ms).
+ */
+export function groupOrder(series: readonly number[], kinds: readonly number[], times: readonly number[]): Uint32Array {
+  const n = series.length;
+  let maxKey = 0;
+  const keys = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = series[i]! * 2 + (kinds[i] === KIND_STR ? 1 : 0);
+    keys[i] = k;
+    if (k > maxKey) maxKey = k;
+  }
+  const start = new Uint32Array(maxKey + 2);
+  for (let i = 0; i < n; i++) start[keys[i]! + 1]!++;
+  for (let k = 1; k < start.length; k++) start[k]! += start[k - 1]!;
+  const order = new Uint32Array(n);
+  const next = start.slice(0, maxKey + 1);
+  for (let i = 0; i < n; i++) order[next[keys[i]!]!++] = i;
+  for (let k = 0; k <= maxKey; k++) {
+    const a = start[k]!;
+    const b = start[k + 1]!;
+    let sorted = true;
+    for (let j = a + 1; j < b; j++) {
+      if (times[order[j]!]! < times[order[j - 1]!]!) {
+        sorted = false;
+        break;
+      }
+    }
+    if (!sorted) order.subarray(a, b).sort((x, y) => times[x]! - times[y]! || x - y);
+  }
+  return order;
 }
 
 /** The rename is durable only once the directory entry is on disk. */
