@@ -7,40 +7,38 @@ import { open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlockWriter } from './block-writer.js';
-import { HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, decodeSamples, emptySamples, type Samples } from './format.js';
+import { HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, checkBlock, decodeSamples, emptySamples, parseHeader, type Samples } from './format.js';
 import { FOOTER_ENTRY, FOOT_MAGIC, SEG_MAGIC, TRAILER } from './segment.js';
-import { scanBlocks, writeAt } from './scan.js';
+import { readAt, writeAt } from './scan.js';
 
 /** Returns false when the log held no live data (then nothing is written). */
 export async function compactLog(logPath: string, outPath: string, isLive: (series: number) => boolean): Promise<boolean> {
-  // The log's samples in flat arrays, then one index sorted by (series, kind, time): no object per series.
-  // A sealed log of a 1,000 × 100 fleet touches ~50k series; an object + 4 arrays each was a 60 MB heap
-  // spike at every seal (issue 16).
-  const series: number[] = [];
-  const kinds: number[] = [];
-  const times: number[] = [];
-  const values: (number | string)[] = [];
-  const scratch: Samples = emptySamples();
+  // The log is read whole (≤ segmentBytes) and only its blocks are indexed; each series' samples are decoded
+  // when that series is written. Decoding the whole log first (an object and arrays per series, then flat
+  // arrays of every sample) was a 30–100 MB heap spike at each seal of a 1,000 × 100 fleet (issue 16).
   const src = await open(logPath, 'r');
+  let log: Buffer;
   try {
-    const size = (await src.stat()).size;
-    await scanBlocks(src, 0, size, (buf, off, meta) => {
-      if (!isLive(meta.series) || (meta.kind !== KIND_NUM && meta.kind !== KIND_STR)) return;
-      scratch.ts.length = 0;
-      scratch.val.length = 0;
-      decodeSamples(buf, off, meta, -Infinity, Infinity, scratch);
-      for (let i = 0; i < scratch.ts.length; i++) {
-        series.push(meta.series);
-        kinds.push(meta.kind);
-        times.push(scratch.ts[i]!);
-        values.push(scratch.val[i]!);
-      }
-    });
+    log = await readAt(src, 0, (await src.stat()).size);
   } finally {
     await src.close();
   }
-  if (!series.length) return false;
-  const order = groupOrder(series, kinds, times);
+  const offsets: number[] = [];
+  const series: number[] = [];
+  const kinds: number[] = [];
+  for (let pos = 0; pos + HEADER_BYTES <= log.length;) {
+    const meta = parseHeader(log, pos);
+    if (!meta || pos + HEADER_BYTES + meta.payloadLen > log.length || !checkBlock(log, pos, meta)) break; // a torn tail
+    if (isLive(meta.series) && (meta.kind === KIND_NUM || meta.kind === KIND_STR)) {
+      offsets.push(pos);
+      series.push(meta.series);
+      kinds.push(meta.kind);
+    }
+    pos += HEADER_BYTES + meta.payloadLen;
+  }
+  if (!offsets.length) return false;
+  // Blocks grouped by (series, kind), in the order they were written.
+  const order = groupOrder(series, kinds, offsets);
 
   const tmp = `${outPath}.tmp`;
   const out = await open(tmp, 'w');
@@ -49,15 +47,14 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
     let pos = SEG_MAGIC.length;
     const writer = new BlockWriter();
     for (let r = 0; r < order.length;) {
-      const first = order[r]!;
-      const s = series[first]!;
-      const kind = kinds[first]!;
-      const ts: number[] = [];
-      const val: (number | string)[] = [];
+      const s = series[order[r]!]!;
+      const kind = kinds[order[r]!]!;
+      const samples = emptySamples();
       for (; r < order.length && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
-        ts.push(times[order[r]!]!);
-        val.push(values[order[r]!]!);
+        const off = offsets[order[r]!]!;
+        decodeSamples(log, off, parseHeader(log, off)!, -Infinity, Infinity, samples);
       }
+      const { ts, val } = sortByTime(samples);
       if (kind === KIND_NUM) {
         writer.addNum(s, ts, val as number[]);
         writer.addRollups(KIND_MINUTE, s, rollups(ts, val as number[], MINUTE));
@@ -105,7 +102,7 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
 }
 
 /**
- * Sample indices grouped by (series, kind), each group in time order, equal times in arrival order. A counting
+ * Indices grouped by (series, kind), each group ordered by `times` (ties in arrival order). A counting
  * sort on the group key (O(n), typed arrays) and a sort only of the groups that arrived out of time order: a
  * comparison sort of a whole 8 MiB log (~600k samples) held the event loop for ~200 ms (issue 16's stall goal
  * is 50 ms).
@@ -150,6 +147,17 @@ export async function syncDir(dir: string): Promise<void> {
   } finally {
     await fh.close();
   }
+}
+
+/** Stable sort by time (equal times keep arrival order); a no-op for the usual already-ordered case. */
+function sortByTime(s: Samples): Samples {
+  for (let i = 1; i < s.ts.length; i++) {
+    if (s.ts[i]! < s.ts[i - 1]!) {
+      const idx = s.ts.map((_, k) => k).sort((a, b) => s.ts[a]! - s.ts[b]! || a - b);
+      return { ts: idx.map((k) => s.ts[k]!), val: idx.map((k) => s.val[k]!) };
+    }
+  }
+  return s;
 }
 
 /** Rollup records for time-ordered samples: bucketStart, count, min, max, sum, first, last, firstTs, lastTs. */
