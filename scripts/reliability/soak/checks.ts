@@ -1,0 +1,95 @@
+/** The soak's verdicts from its samples (pure, so a test can feed it a drifting series and see a MISS). */
+
+export interface Sample {
+  /** Seconds since the soak load started. */
+  t: number;
+  rss: number;
+  fds: number;
+  /** CPU seconds used so far by the gateway, and by this process (the load generator). */
+  cpu: number;
+  loadCpu: number;
+  heapUsed: number;
+  heapTotal: number;
+  /** The gateway's event-loop delay over its last completed 10 s window, ms (null: not reported). */
+  eld: { p99: number; max: number } | null;
+  /** The same over the gateway's whole run. */
+  eldRun: { p99: number; max: number } | null;
+  /** History samples seen so far (recorded + dropped), and dropped. */
+  historySamples: number;
+  historyDropped: number;
+  /** MQTT events + states published by the exporter so far. */
+  exported: number;
+}
+
+export const GOAL = { rssBand: 0.05, eldGrowth: 1.5, fdSpread: 5, warmup: 0.2, served: 0.95 } as const;
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2 : NaN;
+};
+
+/** Least-squares slope of y over t (units of y per second of t). */
+function slope(ts: number[], ys: number[]): number {
+  const n = ts.length;
+  if (n < 2) return 0;
+  const mt = ts.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (ts[i]! - mt) * (ys[i]! - my);
+    den += (ts[i]! - mt) ** 2;
+  }
+  return den ? num / den : 0;
+}
+
+export interface RssVerdict {
+  ok: boolean; n: number; mean: number; min: number; max: number; band: number; mbPerHour: number;
+  /** Median of the first and of the last fifth: a creeping baseline shows here even between spikes. */
+  firstMedian: number; lastMedian: number;
+}
+export interface EldVerdict { ok: boolean; n: number; first: number; last: number; maxP99: number; max: number }
+export interface FdVerdict { ok: boolean; min: number; max: number }
+
+/** Samples after the warm-up (the first GOAL.warmup of the run). */
+export const afterWarmup = <T extends { t: number }>(xs: readonly T[], durationS: number): T[] => xs.filter((x) => x.t >= durationS * GOAL.warmup);
+
+export function judgeRss(samples: readonly Pick<Sample, 't' | 'rss'>[]): RssVerdict {
+  const rss = samples.map((s) => s.rss);
+  const n = rss.length;
+  const mean = n ? rss.reduce((a, b) => a + b, 0) / n : NaN;
+  const min = Math.min(...rss);
+  const max = Math.max(...rss);
+  const band = Math.max(max - mean, mean - min) / mean;
+  const mbPerHour = (slope(samples.map((s) => s.t), rss) * 3600) / 2 ** 20;
+  const k = Math.max(1, Math.round(n * 0.2));
+  return { ok: n >= 2 && band <= GOAL.rssBand, n, mean, min, max, band, mbPerHour, firstMedian: median(rss.slice(0, k)), lastMedian: median(rss.slice(-k)) };
+}
+
+/**
+ * The gateway's 10 s windows as sampled (a window read twice counts once). Steady: the last fifth of the
+ * windows (at least one) against the first fifth, each as the median of its windows' p99.
+ */
+export function judgeEld(samples: readonly Pick<Sample, 'eld'>[]): EldVerdict {
+  const windows: { p99: number; max: number }[] = [];
+  for (const s of samples) {
+    const prev = windows.at(-1);
+    // max 0: no window completed yet (the gateway reports zeros until its first 10 s are over).
+    if (s.eld && s.eld.max > 0 && !(prev && prev.p99 === s.eld.p99 && prev.max === s.eld.max)) windows.push(s.eld);
+  }
+  const n = windows.length;
+  const k = Math.max(1, Math.round(n * 0.2));
+  const first = median(windows.slice(0, k).map((w) => w.p99));
+  const last = median(windows.slice(-k).map((w) => w.p99));
+  return {
+    ok: n >= 2 && last <= GOAL.eldGrowth * first, n, first, last,
+    maxP99: Math.max(...windows.map((w) => w.p99)), max: Math.max(...windows.map((w) => w.max)),
+  };
+}
+
+export function judgeFds(samples: readonly Pick<Sample, 'fds'>[]): FdVerdict {
+  const fds = samples.map((s) => s.fds);
+  const min = Math.min(...fds);
+  const max = Math.max(...fds);
+  return { ok: fds.length >= 2 && max - min <= GOAL.fdSpread, min, max };
+}

@@ -1,0 +1,97 @@
+/** The soak's one table row: verdicts, the figure (configuration, capacity, what was served, what was measured) and a note. */
+import os from 'node:os';
+import type { Row } from '../table.js';
+import { afterWarmup, GOAL, judgeEld, judgeFds, judgeRss, type Sample } from './checks.js';
+import { fleetLabel } from './fleet.js';
+import type { LogCounts } from './gateway.js';
+
+export interface SoakRun {
+  seconds: number;
+  intervalS: number;
+  /** Entry and flags, in words. */
+  how: string;
+  capacity: { rest: number; restP99: number; sets: number };
+  /** Sample taken just before the load started, and those taken during it. */
+  first: Sample;
+  samples: Sample[];
+  elapsed: number;
+  rest: { ok: number; failed: number; behind: number; firstFailure: string | null };
+  /** inFlight: sent, unanswered when the soak ended and the stop began. */
+  sets: { ok: number; failed: number; inFlight: number; behind: number; firstFailure: string | null };
+  subscriber: { msgs: number; alive: boolean };
+  died: string | null;
+  log: LogCounts;
+  stop: { code: number | null; signal: string | null; ms: number; clean: boolean };
+}
+
+const MB = (b: number): string => (b / 2 ** 20).toFixed(1);
+const int = (x: number): string => Math.round(x).toLocaleString('en');
+const span = (s: number): string => (s >= 3600 ? `${s / 3600} h` : s >= 60 ? `${s / 60} min` : `${s} s`);
+
+export const soakTest = (seconds: number): string => `soak ${span(seconds)}, fleet F at ½ REST + ½ MQTT capacity`;
+export const SOAK_GOAL = `after ${GOAL.warmup * 100}% warm-up: RSS ±${GOAL.rssBand * 100}% of mean, 0 error lines, event-loop p99 last ≤ ${GOAL.eldGrowth}× first, ` +
+  `fds max−min ≤ ${GOAL.fdSpread}; ≥ ${GOAL.served * 100}% of both targets served and of the exports at the # subscriber, 0 failed; ` +
+  'stops cleanly under the load (exit 0 in the unit\'s 20 s)';
+
+/** A soak that never got to its load (no gateway, no subscriber tool, died early). */
+export const missRow = (seconds: number, figure: string, note: string): Row =>
+  ({ test: soakTest(seconds), trials: 1, survived: 0, lost: '?', figure: `${fleetLabel()}; ${figure}`, goal: SOAK_GOAL, ok: false, note });
+
+/** The samples outside the RSS band, as `t=… s … MB` (the first 6). */
+function outside(samples: readonly Sample[], mean: number): string {
+  const out = samples.filter((x) => Math.abs(x.rss - mean) > GOAL.rssBand * mean);
+  return out.slice(0, 6).map((x) => `t=${x.t.toFixed(0)} s ${MB(x.rss)} MB`).join(', ') + (out.length > 6 ? ` and ${out.length - 6} more` : '');
+}
+
+export function soakRow(r: SoakRun): Row {
+  const settled = afterWarmup(r.samples, r.seconds);
+  const rss = judgeRss(settled);
+  const eld = judgeEld(settled);
+  const fds = judgeFds(settled);
+  const restTarget = r.capacity.rest / 2;
+  const setTarget = r.capacity.sets / 2;
+  const restRate = r.rest.ok / r.elapsed;
+  const setRate = r.sets.ok / r.elapsed;
+  const served = restRate >= GOAL.served * restTarget && setRate >= GOAL.served * setTarget;
+  const failed = r.rest.failed + r.sets.failed;
+  const last = r.samples.at(-1) ?? r.first;
+  const dt = Math.max(last.t, 1);
+  // The `#` subscriber gets every state and event the exporter publishes (and the sets and their results).
+  const exported = last.exported - r.first.exported;
+  const fed = r.subscriber.alive && r.subscriber.msgs >= GOAL.served * exported;
+  const ok = !r.died && rss.ok && eld.ok && fds.ok && served && fed && failed === 0 && r.log.errors === 0 && r.stop.clean;
+
+  const changes = (last.historySamples - r.first.historySamples) / dt;
+  const measured = settled.length >= 2
+    ? `RSS ${MB(rss.min)}–${MB(rss.max)} MB (±${(rss.band * 100).toFixed(1)}% of ${MB(rss.mean)}; median ${MB(rss.firstMedian)} → ${MB(rss.lastMedian)} MB first → last fifth); ` +
+      `event-loop p99 ${eld.first.toFixed(1)} → ${eld.last.toFixed(1)} ms (max p99 ${eld.maxP99.toFixed(1)}, max ${eld.max.toFixed(0)} ms); fds ${fds.min}–${fds.max}`
+    : `${settled.length} samples after warm-up (RSS last ${MB(last.rss)} MB, heap ${MB(last.heapUsed)} MB)`;
+  const figure = `${fleetLabel()}; ${r.how}. Capacity (both at once): REST devicePoint ${int(r.capacity.rest)} req/s, MQTT set ${int(r.capacity.sets)}/s. ` +
+    `Served: REST ${int(restRate)}/${int(restTarget)} req/s, set ${int(setRate)}/${int(setTarget)}/s, # subscriber ${int(r.subscriber.msgs / r.elapsed)} msg/s, ` +
+    `history ${int(changes)} samples/s. ${measured}; ${r.log.errors} error lines`;
+
+  const why = [
+    r.died,
+    settled.length >= 2 && !rss.ok && `RSS left the ±${GOAL.rssBand * 100}% band: ${MB(rss.min)}–${MB(rss.max)} MB around ${MB(rss.mean)} MB (${(rss.band * 100).toFixed(1)}%, least-squares trend ${rss.mbPerHour.toFixed(1)} MB/h over ${rss.n} samples; ` +
+      `outside: ${outside(settled, rss.mean)})`,
+    settled.length >= 2 && !eld.ok && `event-loop p99 ${eld.first.toFixed(1)} → ${eld.last.toFixed(1)} ms (${(eld.last / eld.first).toFixed(2)}×, ${eld.n} windows)`,
+    settled.length >= 2 && !fds.ok && `fds spread ${fds.min}–${fds.max}`,
+    !served && `load not served: REST ${int(restRate)} of ${int(restTarget)} req/s (${int(r.rest.behind)} behind), set ${int(setRate)} of ${int(setTarget)}/s (${int(r.sets.behind)} behind)`,
+    !fed && `# subscriber ${r.subscriber.alive ? 'connected' : 'gone'}, got ${int(r.subscriber.msgs)} messages while the exporter published ${int(exported)}`,
+    failed > 0 && `${r.rest.failed} REST failed (${r.rest.firstFailure}), ${r.sets.failed} sets failed (${r.sets.firstFailure})`,
+    !r.died && r.log.errors > 0 && `${r.log.errors} error lines (${r.log.errorsAtStop} after SIGTERM), first: ${r.log.firstErrors.join(' | ')}`,
+    !r.died && !r.stop.clean && `stop: exit ${r.stop.code ?? r.stop.signal} after ${(r.stop.ms / 1000).toFixed(1)} s`,
+  ].filter(Boolean);
+  const range = (xs: number[]): string => (xs.length ? `${MB(Math.min(...xs))}–${MB(Math.max(...xs))} MB` : '?');
+  const cpu = (key: 'cpu' | 'loadCpu'): string => `${Math.round((100 * (last[key] - r.first[key])) / dt)}%`;
+  const info = `${r.samples.length} samples every ${r.intervalS} s, ${settled.length} after warm-up, ${eld.n} event-loop windows; ` +
+    `whole-run event-loop p99 ${last.eldRun?.p99 ?? '?'} ms (max ${last.eldRun?.max ?? '?'}); ` +
+    `CPU of one core: gateway ${cpu('cpu')}, load generator ${cpu('loadCpu')} (loadavg ${os.loadavg()[0]!.toFixed(1)}, ${os.cpus().length} cores); ` +
+    `V8 heap used ${range(settled.map((s) => s.heapUsed))} of ${range(settled.map((s) => s.heapTotal))}; ` +
+    `${r.log.warnings} warnings logged; history dropped ${int((last.historyDropped - r.first.historyDropped) / dt)} of ${int(changes)} samples/s; ` +
+    `MQTT exporter ${int(exported / dt)} events+states/s; SIGTERM under the load (${r.sets.inFlight} sets in flight), stopped in ${(r.stop.ms / 1000).toFixed(1)} s`;
+  return {
+    test: soakTest(r.seconds), trials: 1, survived: ok ? 1 : 0, lost: `${failed} requests, ${r.log.errors} error lines`,
+    figure, goal: SOAK_GOAL, ok, note: [...why, info].join('; '),
+  };
+}

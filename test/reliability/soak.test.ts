@@ -1,0 +1,43 @@
+/**
+ * The soak campaign, reduced (30 s of fleet F at half the measured REST and MQTT capacity), against the real
+ * gateway process; and its verdicts on made-up series, so a drifting RSS or a growing event-loop delay is
+ * shown to give a MISS.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { judgeEld, judgeFds, judgeRss } from '../../scripts/reliability/soak/checks.js';
+import { unitNodeFlags } from '../../scripts/reliability/soak/gateway.js';
+import { soak } from '../../scripts/reliability/soak.js';
+import { formatTable } from '../../scripts/reliability/table.js';
+
+const MiB = 2 ** 20;
+const series = (f: (i: number) => number, fds = () => 40) => Array.from({ length: 20 }, (_, i) => ({ t: i * 10, rss: f(i) * MiB, fds: fds() }));
+
+test('verdicts: a flat series passes, a drifting one misses', () => {
+  assert.ok(judgeRss(series((i) => 100 + (i % 2))).ok);
+  const drift = judgeRss(series((i) => 100 + i));
+  assert.not.ok(drift.ok);
+  assert.ok(drift.mbPerHour > 300, `trend ${drift.mbPerHour}`);
+  assert.not.ok(judgeFds(series(() => 100, (() => { let n = 40; return () => n++; })())).ok);
+  // Each window read twice (sampling faster than the gateway's 10 s windows) counts once.
+  const eld = (p99s: number[]) => judgeEld(p99s.flatMap((p99) => [{ eld: { p99, max: p99 } }, { eld: { p99, max: p99 } }]));
+  const steady = eld([10, 11, 9, 10, 12, 10, 11, 10, 9, 11]);
+  assert.ok(steady.ok);
+  assert.is(steady.n, 10);
+  assert.not.ok(eld([10, 10, 11, 12, 14, 16, 18, 20, 22, 24]).ok);
+  assert.not.ok(judgeEld([{ eld: null }, { eld: null }]).ok, 'no figures is no pass');
+  assert.is(judgeEld([{ eld: { p99: 0, max: 0 } }, { eld: { p99: 5, max: 9 } }]).n, 1, 'zeros: no window completed yet');
+});
+
+test('the gateway runs with the node flags of the systemd unit', () => {
+  assert.equal(unitNodeFlags('ExecStart=/usr/bin/node --a=1 --b /opt/x/shadowgate.mjs run\n'), ['--a=1', '--b']);
+  assert.ok(unitNodeFlags().some((f) => f.startsWith('--max-old-space-size=')));
+});
+
+test('soak (reduced): fleet F at half capacity, RSS, log, event loop, fds', async () => {
+  const rows = await soak({ reduced: true, log: (line) => console.log(`   ${line}`) });
+  console.log(formatTable(rows));
+  for (const row of rows) assert.ok(row.ok, `${row.test}: ${row.note ?? row.figure}`);
+});
+
+test.run();
