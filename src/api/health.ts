@@ -18,7 +18,9 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: 
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
   let status: HealthReport['status'] = 'healthy';
-  if (persist.lastError || missingBuses.length > 0 || stats.onlineDevices < stats.totalDevices) status = 'degraded';
+  // History that cannot write (a full disk) drops samples: the gateway serves on, but someone must look.
+  const historyError = (extra['history'] as { lastError?: unknown } | undefined)?.lastError;
+  if (persist.lastError || historyError || missingBuses.length > 0 || stats.onlineDevices < stats.totalDevices) status = 'degraded';
   // The gateway runs, but not on the config the user last wrote: they need to hear that.
   if (bootStatus?.ok === false) status = 'degraded';
   if (buses.configured.length > 0 && running.length === 0) status = 'unhealthy';

@@ -35,12 +35,16 @@ export class RetainedStore {
   private dirty = false;
   private dropped = 0;
   private written = 0;
+  private failing = false;
+  private closed = false;
 
   constructor(
     private readonly path: string,
     private readonly onError: (err: unknown) => void,
     private readonly debounceMs = 1000,
     private readonly maxTopics = 20_000,
+    /** After a failed write (disk full), the next try comes this much later. */
+    private readonly retryMs = 5000,
   ) {}
 
   /** Loads the file; a missing or unreadable file starts empty (reported through onError when corrupt). */
@@ -96,10 +100,15 @@ export class RetainedStore {
       this.messages.set(topic, stored);
     }
     this.dirty = true;
+    this.schedule(this.debounceMs);
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
     this.timer ??= setTimeout(() => {
       this.timer = null;
       void this.save();
-    }, this.debounceMs);
+    }, ms);
   }
 
   topicsUnder(prefix: string): string[] {
@@ -130,9 +139,14 @@ export class RetainedStore {
     const data = JSON.stringify([...this.messages.values()]);
     this.saving = atomicWriteFile(this.path, data).then(() => {
       this.written++;
+      this.failing = false;
     }, (err: unknown) => {
       this.dirty = true;
-      this.onError(err);
+      // Once per failing spell (a full disk fails every try); retried on its own, since the client that
+      // retained the message may never publish again.
+      if (!this.failing) this.onError(err);
+      this.failing = true;
+      this.schedule(this.retryMs);
     });
     try {
       await this.saving;
@@ -143,6 +157,7 @@ export class RetainedStore {
 
   /** Stops the debounce timer and writes what is pending. */
   async close(): Promise<void> {
+    this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.save();

@@ -1,8 +1,12 @@
 /**
- * The periodic saver: every `persist_interval` it snapshots and saves the shadow, but only when
- * `changeSeq` moved, and never two saves at once (a slow SD card just makes ticks skip). `flush()` is for
- * SIGTERM and for DeleteDevice (a deleted device's data is destroyed on disk at once, rule 8).
- * Errors never escape: they are logged, kept in stats (health turns degraded) and retried next tick.
+ * The periodic saver. Its promise is the loss bound users are given: what is on disk never lags the shadow
+ * by more than `persist_interval` (a kill or power cut loses at most one interval of changes). A save takes
+ * time to reach the disk (encode, hash, write, fsync, rename), so the next snapshot is taken
+ * `interval − margin` after the previous one, the margin being twice the longest recent save (at most half the
+ * interval); a save still running when the next is due is followed at once by the next, never skipped to a
+ * later tick. Saves happen only when `changeSeq` moved, never two at once. `flush()` is for SIGTERM and for
+ * DeleteDevice (a deleted device's data is destroyed on disk at once, rule 8). Errors never escape: they are
+ * logged, kept in stats (health turns degraded) and retried at the next due time.
  */
 import type { Clock } from '../core/clock.js';
 import type { Shadow } from '../core/shadow.js';
@@ -29,18 +33,26 @@ export interface Persister {
   stats(): PersistStats;
 }
 
+/** Recent save durations kept to size the margin. */
+const RECENT = 8;
+
 export function startPersisting(shadow: Shadow, store: ShadowStore, intervalMs: number, clock: Clock, log: Logger): Persister {
   // -1, not the current changeSeq: the first tick always saves, so devices dropped on restore (no longer
   // configured) lose their data at once even if nothing else changes.
   let savedChangeSeq = -1;
   let running: Promise<void> | null = null;
   let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  /** Monotonic time of the newest snapshot (or of the last check that found nothing to save). */
+  let snapAt = performance.now();
+  const recent: number[] = [];
   const stats: PersistStats = { lastSaveAt: 0, lastSaveMs: 0, lastStallMs: 0, lastError: null, saves: 0, seq: store.seq };
 
   // Synchronous up to store.save's first await, so lastStallMs is exactly the event-loop stall.
   const saveNow = (): Promise<void> => {
     const changeSeq = shadow.changeSeq;
     const t0 = performance.now();
+    snapAt = t0;
     let pending: Promise<void>;
     try {
       pending = store.saveShadow(shadow, clock.now());
@@ -54,6 +66,8 @@ export function startPersisting(shadow: Shadow, store: ShadowStore, intervalMs: 
       stats.lastSaveAt = clock.now();
       stats.lastSaveMs = performance.now() - t0;
       stats.seq = store.seq;
+      recent.push(stats.lastSaveMs);
+      if (recent.length > RECENT) recent.shift();
       if (stats.lastError) log.info({ seq: stats.seq }, 'shadow persistence recovered');
       stats.lastError = null;
     }, (err: unknown) => {
@@ -67,11 +81,25 @@ export function startPersisting(shadow: Shadow, store: ShadowStore, intervalMs: 
     return running;
   };
 
-  const timer = setInterval(() => {
-    if (!stopped && running === null && shadow.changeSeq !== savedChangeSeq) void saveNow();
-  }, intervalMs);
-  // The gateway's servers keep the process alive; this timer must not keep a test or a stop waiting.
-  timer.unref();
+  const schedule = (): void => {
+    if (stopped) return;
+    // Before any save is measured, half the interval: the first snapshot too must reach the disk in time.
+    const margin = recent.length ? Math.min(intervalMs / 2, 2 * Math.max(...recent) + 10) : intervalMs / 2;
+    timer = setTimeout(() => void tick(), Math.max(0, snapAt + intervalMs - margin - performance.now()));
+    // The gateway's servers keep the process alive; this timer must not keep a test or a stop waiting.
+    timer.unref();
+  };
+
+  async function tick(): Promise<void> {
+    timer = null;
+    while (running) await running;
+    if (stopped) return;
+    // Nothing changed: the disk is current as of now, so the next change is due one interval from here.
+    if (shadow.changeSeq !== savedChangeSeq) await saveNow();
+    else snapAt = performance.now();
+    schedule();
+  }
+  schedule();
 
   async function flush(): Promise<void> {
     while (running) await running;
@@ -82,7 +110,8 @@ export function startPersisting(shadow: Shadow, store: ShadowStore, intervalMs: 
     flush,
     async stop() {
       stopped = true;
-      clearInterval(timer);
+      if (timer) clearTimeout(timer);
+      timer = null;
       await flush();
     },
     stats: () => ({ ...stats }),

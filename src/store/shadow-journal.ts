@@ -51,8 +51,18 @@ export class JournalFile {
     frame.writeUInt32LE(payload.length, 0);
     frame.writeUInt32LE(crc32(payload), 4);
     frame.set(payload, 8);
-    await this.fh.write(frame);
-    await this.fh.datasync();
+    const fh = this.fh;
+    try {
+      // A write may be short (a disk that fills up mid-record says so only on the next write).
+      for (let done = 0; done < frame.length;) done += (await fh.write(frame, done, frame.length - done)).bytesWritten;
+      await fh.datasync();
+    } catch (err) {
+      // Half a record must not stay: a load stops at the first bad record, so every record appended after it
+      // (once space is back) would be ignored. Cut back to the last whole one, or give this journal up (the
+      // next save is then a full generation, which starts a new journal).
+      await fh.truncate(this.bytes).catch(() => this.close());
+      throw err;
+    }
     this.bytes += frame.length;
     this.records++;
   }

@@ -6,7 +6,7 @@
  * of inheriting the old one. The file is rewritten compactly on open (temp + fsync + rename), which
  * also drops a torn last line.
  */
-import { open, readFile, rename, stat } from 'node:fs/promises';
+import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
 
@@ -18,6 +18,11 @@ interface SeriesName {
 }
 
 const key = (device: string, point: string): string => `${device}\u0000${point}`;
+
+/** fh.write may be short (a disk filling up); the next write then throws ENOSPC. */
+async function writeAll(fh: FileHandle, data: Buffer): Promise<void> {
+  for (let done = 0; done < data.length;) done += (await fh.write(data, done, data.length - done)).bytesWritten;
+}
 
 export class SeriesRegistry {
   private readonly byKey = new Map<string, number>();
@@ -108,9 +113,12 @@ export class SeriesRegistry {
     const data = Buffer.from(`${batch.join('\n')}\n`);
     const fh = await open(this.path, 'a');
     try {
-      await fh.write(data);
+      await writeAll(fh, data);
       await fh.datasync();
     } catch (err) {
+      // A short write (disk full) must not leave half a line for the retry to append after: that line would
+      // end the registry at the next open and orphan every series named after it.
+      await fh.truncate(this.fileBytes).catch(() => {});
       this.pending = batch.concat(this.pending);
       throw err;
     } finally {
@@ -152,11 +160,14 @@ export class SeriesRegistry {
     const tmp = `${this.path}.tmp`;
     const fh = await open(tmp, 'w');
     try {
-      await fh.write(data);
+      await writeAll(fh, data);
       await fh.sync();
-    } finally {
-      await fh.close();
+    } catch (err) {
+      await fh.close().catch(() => {});
+      await rm(tmp, { force: true }).catch(() => {});
+      throw err; // the registry on disk stays as it was: a short temp file is never renamed over it
     }
+    await fh.close();
     await rename(tmp, this.path);
     this.fileBytes = (await stat(this.path)).size;
     this.lines = lines.length;

@@ -17,6 +17,9 @@ import { LogSegment, SealedSegment, type Segment } from './segment.js';
 import type { HistoryOptions, HistoryStats, HistoryStore } from './types.js';
 
 const DAY = 86_400_000;
+/** A seal that failed for want of space is tried again once space is back, or after this long. */
+const NO_SPACE_RETRY = 60_000;
+const noSpace = (err: unknown): boolean => ['ENOSPC', 'EDQUOT'].includes((err as NodeJS.ErrnoException)?.code ?? '');
 /** Log index entries before sealing: bounds the in-memory index (~33 bytes each). */
 const MAX_LOG_BLOCKS = 131_072;
 
@@ -46,6 +49,10 @@ class FileHistoryStore implements HistoryStore {
   private earlyFlush = false;
   private readonly failedSeals = new Set<number>();
   private lastDropWarn = -Infinity;
+  /** Why the last flush failed (null after one succeeds): /health/shadow shows it. */
+  private lastError: string | null = null;
+  /** Clock time before which seals that failed with a full disk are not retried (0: retry now). */
+  private sealRetryAt = 0;
   private counts = { dropped: 0, recorded: 0, flushes: 0, compactions: 0, truncated: 0 };
 
   constructor(private readonly opts: HistoryOptions, private readonly registry: SeriesRegistry) {
@@ -146,6 +153,7 @@ class FileHistoryStore implements HistoryStore {
       compactions: this.counts.compactions,
       truncatedBytes: this.counts.truncated,
       oldestTs: oldest,
+      lastError: this.lastError,
     };
   }
 
@@ -196,9 +204,14 @@ class FileHistoryStore implements HistoryStore {
       await this.registry.persist(); // ids must be on disk before blocks that name them
       await this.maybeRoll(this.opts.clock.now()); // a new day starts a new segment before its first write
       if (n) await this.append(buf);
+      if (this.lastError) this.log.info({ dropped: this.counts.dropped }, 'history: writing again');
+      this.lastError = null;
     } catch (err) {
       this.counts.dropped += n;
-      this.log.error({ err, samples: n }, 'history: flush failed; samples dropped');
+      const message = err instanceof Error ? err.message : String(err);
+      // Once per distinct failure: a full disk fails every flush.
+      if (message !== this.lastError) this.log.error({ err, samples: n }, 'history: flush failed; samples dropped (counted) until it succeeds');
+      this.lastError = message;
     } finally {
       if (n) {
         buf.clear();
@@ -232,6 +245,7 @@ class FileHistoryStore implements HistoryStore {
     seg.bytes = pos + data.length;
     this.pending = null;
     this.counts.flushes++;
+    this.sealRetryAt = 0; // space is there again
   }
 
   private async ensureActive(): Promise<{ seg: LogSegment; fh: FileHandle }> {
@@ -258,6 +272,7 @@ class FileHistoryStore implements HistoryStore {
       await this.retire(oldest);
     }
     for (const seg of [...this.sealed]) {
+      if (this.opts.clock.now() < this.sealRetryAt) break;
       if (seg.type === 'log' && !seg.retired && !this.failedSeals.has(seg.seq)) await this.seal(seg);
     }
   }
@@ -290,10 +305,12 @@ class FileHistoryStore implements HistoryStore {
       await this.retire(seg);
       this.counts.compactions++;
     } catch (err) {
-      // The log stays and is still queried raw; sealing is not retried until restart.
-      this.failedSeals.add(seg.seq);
+      // The log stays and is still queried raw. A full disk is retried when space is back; any other
+      // failure not until restart.
+      if (noSpace(err)) this.sealRetryAt = this.opts.clock.now() + NO_SPACE_RETRY;
+      else this.failedSeals.add(seg.seq);
       await rm(`${out}.tmp`, { force: true }).catch(() => {});
-      this.log.error({ err, file: seg.path }, 'history: sealing failed');
+      this.log.error({ err, file: seg.path }, noSpace(err) ? 'history: sealing failed, disk full; retried when space is back' : 'history: sealing failed');
     }
   }
 

@@ -38,6 +38,8 @@ export interface HistoryStats {
   truncatedBytes: number;
   /** Oldest sample time still on disk (ms), null when empty. */
   oldestTs: number | null;
+  /** Why the last flush failed (e.g. ENOSPC: samples are dropped and counted meanwhile); null once one succeeds. */
+  lastError: string | null;
 }
 
 export interface HistoryStore {
