@@ -4,9 +4,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import polka from 'polka';
-import { createAuth } from './auth.js';
+import { createAuth, type Access } from './auth.js';
 import { declaredTooLarge, readFields, tooLarge } from './body.js';
-import type { Api, ApiApp, ApiContext, ApiRequest, RouteKit } from './context.js';
+import type { Api, ApiApp, ApiContext, ApiRequest, RouteInfo, RouteKit } from './context.js';
 import { HttpError, okEnvelope, sendEnvelope, toErrorResponse } from './envelope.js';
 import { mountConfigRoutes } from './config-routes.js';
 import { mountRoutes } from './routes.js';
@@ -26,6 +26,43 @@ function allowedMethods(app: ApiApp, path: string): string[] {
   return [...methods];
 }
 
+interface PolkaRoute {
+  method: string;
+  pattern: RegExp;
+  handlers: ((...args: never[]) => unknown)[];
+}
+
+/** What kit.route knows of a handler: its literal path and the scope it demands. */
+const routeMeta = new WeakMap<object, { path: string; access: Access }>();
+
+/**
+ * Every route of the app as polka holds it, each with the scope kit.route registered (null for routes
+ * mounted directly: /metrics, the console's files), so tests and the auth campaign cover a new route
+ * without a hand-kept list.
+ */
+function routeTable(app: ApiApp): RouteInfo[] {
+  return (app as unknown as { routes: PolkaRoute[] }).routes.map((r) => {
+    const meta = r.handlers.map((h) => routeMeta.get(h)).find((m) => m !== undefined);
+    // regexparam's pattern of a literal path, `^\/metrics\/?$`, read back as `/metrics`.
+    const literal = r.pattern.source.replace(/^\^/, '').replace(/\\\/\?\$$/, '').replace(/\\\//g, '/') || '/';
+    return { method: r.method || '*', path: meta?.path ?? literal, access: meta?.access ?? null };
+  });
+}
+
+/** Sends an error's envelope, after its `delayMs` when it has one (a held 401 of the auth backoff). */
+function answerError(err: unknown, req: IncomingMessage, res: ServerResponse, log: ApiContext['log']): void {
+  const { status, envelope, headers } = toErrorResponse(err, log);
+  const delay = err instanceof HttpError ? err.delayMs : 0;
+  if (delay <= 0) {
+    sendEnvelope(req, res, status, envelope, headers, log);
+    return;
+  }
+  // unref: a held answer must not keep a stopping process alive (server.close drops the socket anyway).
+  setTimeout(() => {
+    if (!req.socket.destroyed) sendEnvelope(req, res, status, envelope, headers, log);
+  }, delay).unref();
+}
+
 export function createApi(ctx: ApiContext): Api {
   // The gateway hands an already namespaced child; a second 'part' binding would duplicate the key.
   const log = ctx.log;
@@ -40,8 +77,7 @@ export function createApi(ctx: ApiContext): Api {
       const e = bare?.status === 404
         ? new HttpError(404, `not found: ${req.method} ${shortPath(req.path ?? '')}`)
         : err;
-      const { status, envelope, headers } = toErrorResponse(e, log);
-      sendEnvelope(req, res, status, envelope, headers, log);
+      answerError(e, req, res, log);
     },
     onNoMatch: (req, res) => {
       const allow = allowedMethods(app, req.path);
@@ -63,6 +99,7 @@ export function createApi(ctx: ApiContext): Api {
         const data = await fn(req, body);
         sendEnvelope(req, res, 200, okEnvelope(data), {}, log);
       };
+      routeMeta.set(handle, { path: API_BASE + path, access });
       if (method === 'GET') app.get(API_BASE + path, handle);
       else if (method === 'PUT') app.put(API_BASE + path, handle);
       else if (method === 'DELETE') app.delete(API_BASE + path, handle);
@@ -89,5 +126,5 @@ export function createApi(ctx: ApiContext): Api {
       sendEnvelope(req, res, status, envelope, headers, log);
     }
   };
-  return { handler, app };
+  return { handler, app, routes: () => routeTable(app) };
 }

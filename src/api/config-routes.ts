@@ -1,13 +1,15 @@
 /**
  * The runtime configuration API under the console (docs/rest.md): get, validate and apply the whole
  * config or one device/bus, versions and rollback, the model list, bus scan and test read, and the
- * System page. Changes need the write scope; the whole config (it holds tokens and passwords) too.
+ * System page. Changes need the write scope; the whole config too (its secrets redacted: redact.ts).
  * A refused config is a failure envelope whose `data.errors` lists every problem at its path.
  */
+import { ConfigError } from '../config/load.js';
 import { badRequest } from '../core/errors.js';
 import type { AuthChecker } from './auth.js';
 import type { ApiContext, ApiRequest, ConfigService, RouteKit, SystemService } from './context.js';
 import { requireText } from './params.js';
+import { redactConfig, restoreSecrets } from './redact.js';
 
 const intParam = (req: ApiRequest, name: string, fallback: number): number => {
   const text = req.query[name];
@@ -17,12 +19,22 @@ const intParam = (req: ApiRequest, name: string, fallback: number): number => {
   return n;
 };
 
+function validate(config: ConfigService, body: unknown): ReturnType<ConfigService['validate']> {
+  try {
+    return config.validate(restoreSecrets(body ?? {}, config.current()));
+  } catch (err) {
+    if (err instanceof ConfigError) return { valid: false, errors: (err.details as { errors: ReturnType<ConfigService['validate']>['errors'] }).errors };
+    throw err;
+  }
+}
+
 function mountConfig(config: ConfigService, kit: RouteKit): void {
   const id = (req: ApiRequest): string => requireText(req.query['id'], 'id');
-  kit.route('GET', '/config', 'admin', () => config.current());
-  kit.route('POST', '/config/validate', 'write', (_req, body) => config.validate(body ?? {}));
-  kit.route('PUT', '/config', 'write', (_req, body) => config.apply(body ?? {}));
-  kit.route('POST', '/config', 'write', (_req, body) => config.apply(body ?? {}));
+  // Secrets go out as placeholders and come back in as the running values (redact.ts).
+  kit.route('GET', '/config', 'admin', () => redactConfig(config.current()));
+  kit.route('POST', '/config/validate', 'write', (_req, body) => validate(config, body));
+  kit.route('PUT', '/config', 'write', (_req, body) => config.apply(restoreSecrets(body ?? {}, config.current())));
+  kit.route('POST', '/config', 'write', (_req, body) => config.apply(restoreSecrets(body ?? {}, config.current())));
   kit.route('GET', '/config/versions', 'admin', () => config.versions());
   kit.route('POST', '/config/rollback', 'write', (req, body) =>
     config.rollback(Number(body?.['version'] ?? req.query['version'])));

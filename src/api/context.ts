@@ -86,8 +86,17 @@ export interface ApiContext {
   extraRoutes?: (app: ApiApp, kit: RouteKit) => void;
 }
 
+/** One route of the running app: `access` as registered by kit.route, null for a route mounted directly. */
+export interface RouteInfo {
+  method: string;
+  path: string;
+  access: Access | null;
+}
+
 export interface Api {
   /** Mount on any node:http server: `http.createServer(api.handler)`. */
   handler: (req: IncomingMessage, res: ServerResponse) => void;
   app: ApiApp;
+  /** The route table (polka's), with each route's scope. */
+  routes(): RouteInfo[];
 }

@@ -14,12 +14,16 @@ export interface Envelope {
   data: unknown;
 }
 
-/** An outcome outside the handlers, answered with its own HTTP status and `errorCode` equal to it. */
+/**
+ * An outcome outside the handlers, answered with its own HTTP status and `errorCode` equal to it;
+ * `delayMs` holds the answer that long (a wrong token: src/util/auth-backoff.ts).
+ */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    readonly delayMs = 0,
   ) {
     super(message);
     this.name = 'HttpError';

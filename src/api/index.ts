@@ -2,7 +2,7 @@
 export { API_BASE, createApi } from './app.js';
 export { startHttp } from './server.js';
 export type { HttpHandle } from './server.js';
-export type { Api, ApiApp, ApiContext, ApiRequest, HealthReport, RouteFn, RouteKit } from './context.js';
+export type { Api, ApiApp, ApiContext, ApiRequest, HealthReport, RouteFn, RouteInfo, RouteKit } from './context.js';
 export type { Envelope } from './envelope.js';
 export { HttpError, okEnvelope, failEnvelope } from './envelope.js';
 export {

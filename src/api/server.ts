@@ -1,6 +1,7 @@
 /** startHttp: the API on its own node:http server, with a close() that never hangs on keep-alive sockets. */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createApi } from './app.js';
 import type { ApiContext } from './context.js';
 import { failEnvelope } from './envelope.js';
@@ -12,11 +13,28 @@ export interface HttpHandle {
 }
 
 /**
+ * Lingering close (as for early-answered bodies, envelope.ts): a client still sending when its answer goes
+ * out (a megabyte of headers) would get a reset that makes its TCP stack drop the answer, so after the
+ * answer the socket keeps reading — Node's parser reports each further chunk as an error, ignored — for
+ * at most LINGER_MS, then closes.
+ */
+const LINGER_MS = 2000;
+const answered = new WeakSet<Socket>();
+
+function lingerThenClose(socket: Socket): void {
+  answered.add(socket);
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
+/**
  * Requests Node cannot parse (bad request line, bad chunk, header overflow) still get an envelope, then
  * the socket closes. When the parse error hits a request already in a handler (a bad chunk in its body),
  * the answer goes through that in-flight response: Node would otherwise emit its own empty 400 for it first.
  */
 function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (answered.has(socket)) return;
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
@@ -34,14 +52,30 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     inFlight.setHeader('Content-Type', 'application/json; charset=utf-8');
     inFlight.setHeader('Content-Length', Buffer.byteLength(body));
     inFlight.setHeader('Connection', 'close');
-    inFlight.end(body, () => socket.destroy());
+    inFlight.end(body, () => lingerThenClose(socket));
     return;
   }
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
-  socket.destroySoon();
+  // A timeout (408) means the client stopped sending: nothing to linger for.
+  if (status === 408) socket.destroySoon();
+  else lingerThenClose(socket);
+}
+
+/**
+ * CONNECT (a proxy tunnel) is not routed: Node hands the socket to a 'connect' listener or, without one,
+ * drops it unanswered. Answered like any other method no route takes.
+ */
+function onConnect(req: http.IncomingMessage, socket: Duplex): void {
+  const target = (req.url ?? '').slice(0, 200);
+  const body = JSON.stringify(failEnvelope(405, `method not allowed: CONNECT ${target} (not a proxy)`));
+  socket.on('error', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, PUT, DELETE\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export async function startHttp(ctx: ApiContext, opts: { host: string; port: number }): Promise<HttpHandle> {
@@ -51,6 +85,7 @@ export async function startHttp(ctx: ApiContext, opts: { host: string; port: num
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
   server.on('clientError', onClientError);
+  server.on('connect', onConnect);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {
@@ -60,6 +95,8 @@ export async function startHttp(ctx: ApiContext, opts: { host: string; port: num
   });
   const port = (server.address() as AddressInfo).port;
   ctx.log.info({ host: opts.host, port }, 'REST API listening');
+  // At debug level, the whole route table with each route's scope (the auth campaign checks every write route).
+  if (ctx.log.isLevelEnabled('debug')) ctx.log.debug({ routes: api.routes() }, 'REST routes');
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= new Promise<void>((resolve) => {

@@ -142,3 +142,21 @@ export function checkPublish(
   }
   return null;
 }
+
+/**
+ * The subscribe ACL. Returns `null` when allowed, else the reason (SUBACK 128, the connection stays).
+ * Users subscribe to anything. Anonymous clients (when `allow_anonymous`) read what the gateway publishes —
+ * `<base>/…`, and with discovery on `<prefix>/…` — but not what users publish to one another elsewhere
+ * (a Node-RED flow's topics are not for guests), nor `$SYS`.
+ */
+export function checkSubscribe(
+  principal: Principal,
+  filter: string,
+  topics: Topics,
+  discovery?: { prefix: string },
+): string | null {
+  if (principal.kind !== 'anonymous') return null;
+  const within = (root: string): boolean => filter === root || filter.startsWith(`${root}/`);
+  if (within(topics.base) || (discovery && within(discovery.prefix))) return null;
+  return 'anonymous clients may subscribe only to the gateway\'s topics';
+}

@@ -1,14 +1,19 @@
 /**
  * The embedded Aedes broker (MQTT 3.1.1) on TCP and on WebSocket (own http server, paths `/mqtt` and `/`),
- * with the user directory, the publish ACL and retained messages mirrored to flat files.
+ * with the user directory, the publish and subscribe ACLs, a backoff on wrong passwords per source address,
+ * a bound on packet size, and retained messages mirrored to flat files.
  */
 import net from 'node:net';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import { WebSocketServer, createWebSocketStream } from 'ws';
+import type { Duplex } from 'node:stream';
+import { FailureBackoff, sourceKey } from '../util/auth-backoff.js';
 import type { Logger } from '../util/logger.js';
-import { checkPublish, type Principal, type UserDirectory } from './auth.js';
+import { checkPublish, checkSubscribe, type Principal, type UserDirectory } from './auth.js';
+import { Outbox } from './outbox.js';
+import { watchPacketSizes } from './packet-limit.js';
 import type { RetainedStore } from './retained-store.js';
 import type { Topics } from './topics.js';
 
@@ -44,6 +49,25 @@ export interface Broker {
   close(): Promise<void>;
 }
 
+/**
+ * Largest packet a client may send (1 MiB): set commands and Home Assistant's messages are a few hundred
+ * bytes; anything larger is closed before aedes buffers it (packet-limit.ts).
+ */
+export const MAX_CLIENT_PACKET = 1024 * 1024;
+
+const refusal = (message: string, code: 3 | 4 | 5): AuthenticateError => {
+  const err = new Error(message) as AuthenticateError;
+  // AuthErrorCode is a const enum that does not exist at runtime (packages.md §5): 4 = bad user name or
+  // password, 5 = not authorized, 3 = server unavailable.
+  err.returnCode = code as AuthenticateError['returnCode'];
+  return err;
+};
+
+/** The peer's address: the TCP socket's, or for MQTT over WebSocket the upgrade request's. */
+const addressOf = (client: Client): string | undefined =>
+  (client.req as { socket?: { remoteAddress?: string } } | undefined)?.socket?.remoteAddress ??
+  (client.conn as { remoteAddress?: string }).remoteAddress;
+
 const listen = (server: net.Server, port: number, host: string): Promise<number> =>
   new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -57,31 +81,66 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
   const { log, topics, users, retained } = opts;
   const principals = new WeakMap<Client, Principal>();
   const handlers: ClientPublishHandler[] = [];
-  const counters = { refusedConnects: 0, refusedPublishes: 0, published: 0, clientPublishes: 0, outboxDropped: 0 };
+  const counters = {
+    refusedConnects: 0, throttledConnects: 0, refusedPublishes: 0, refusedSubscribes: 0, oversizedPackets: 0,
+    published: 0, clientPublishes: 0, outboxDropped: 0,
+  };
+  const backoff = new FailureBackoff();
+  /** Every client connection, TCP or WebSocket: bounded packets, then aedes. */
+  const handle = (conn: Duplex, req?: http.IncomingMessage): void => {
+    aedes.handle(conn, req as never);
+    watchPacketSizes(conn, MAX_CLIENT_PACKET, (announced) => {
+      counters.oversizedPackets++;
+      log.warn({ announced, limit: MAX_CLIENT_PACKET }, 'mqtt client closed: packet too large or malformed');
+      conn.destroy();
+    });
+  };
 
   const aedes = await Aedes.createBroker({
     id: 'shadowgate',
     authenticate(client, username, password, done) {
-      users.authenticate(username, password).then(
-        (principal) => {
-          if (principal) {
-            principals.set(client, principal);
+      const source = sourceKey(addressOf(client));
+      // No user name is no guess (anonymous, allowed or not): only credentials are judged in turn and counted.
+      const guess = username !== undefined && username !== '';
+      const judge = async (): Promise<{ principal: Principal | null; hold: number } | 'blocked'> => {
+        if (guess && backoff.wait(source) > 0) return 'blocked';
+        const principal = await users.authenticate(username, password);
+        if (principal?.kind === 'user' && principal.canWrite) backoff.succeed(source);
+        return { principal, hold: !principal && guess ? backoff.fail(source) : 0 };
+      };
+      (guess ? backoff.serial(source, judge) : judge()).then(
+        (r) => {
+          if (r === undefined || r === 'blocked') {
+            counters.refusedConnects++;
+            counters.throttledConnects++;
+            log.warn({ client: client.id, source }, 'mqtt connect refused: too many failed attempts from this address');
+            done(refusal('too many failed attempts, try again later', 5), false);
+            return;
+          }
+          if (r.principal) {
+            principals.set(client, r.principal);
             done(null, true);
             return;
           }
           counters.refusedConnects++;
-          // AuthErrorCode is a const enum that does not exist at runtime (packages.md §5): 4 = bad user name or password.
-          const err = new Error('bad user name or password') as AuthenticateError;
-          err.returnCode = 4 as AuthenticateError['returnCode'];
-          done(err, false);
+          // The answer to a wrong password is held as long as the address is blocked (auth-backoff.ts).
+          const answer = (): void => done(refusal('bad user name or password', 4), false);
+          if (r.hold > 0) setTimeout(answer, r.hold).unref();
+          else answer();
         },
         (err: unknown) => {
           log.error({ err }, 'mqtt authenticate failed');
-          const e = new Error('server unavailable') as AuthenticateError;
-          e.returnCode = 3 as AuthenticateError['returnCode'];
-          done(e, false);
+          done(refusal('server unavailable', 3), false);
         },
       );
+    },
+    authorizeSubscribe(client, sub, cb) {
+      const reason = client ? checkSubscribe(principals.get(client) ?? { kind: 'anonymous' }, sub.topic, topics, opts.discovery) : null;
+      if (!reason) return cb(null, sub);
+      counters.refusedSubscribes++;
+      log.warn({ client: client?.id, topic: sub.topic, reason }, 'mqtt subscribe refused');
+      // null: SUBACK 128 for this filter, the connection stays.
+      cb(null, null);
     },
     authorizePublish(client, packet, cb) {
       if (!client) return cb(null);
@@ -128,14 +187,18 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
       log.error({ err, topic }, 'retained store failed'));
     retained.record(topic, buf, qos, true);
   };
+  /** Set when close() begins: messages still in the outbox then are dropped by design, not failures. */
+  let closing = false;
   const onSendDone = (err: Error | undefined, topic: string): void => {
-    if (err) log.error({ err, topic }, 'mqtt publish failed');
+    if (err && closing) counters.outboxDropped++;
+    else if (err) log.error({ err, topic }, 'mqtt publish failed');
   };
-  const tcp = net.createServer((socket) => aedes.handle(socket));
+  const tcp = net.createServer((socket) => handle(socket));
   const httpServer = http.createServer((_req, res) => {
     res.writeHead(426, { 'content-type': 'text/plain' }).end('MQTT over WebSocket: connect with ws:// to /mqtt\n');
   });
-  const wss = new WebSocketServer({ noServer: true });
+  // ws' own default would take 100 MiB in one frame.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CLIENT_PACKET + 16 });
   httpServer.on('upgrade', (req, socket, head) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/mqtt' && path !== '/') {
@@ -145,7 +208,7 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const stream = createWebSocketStream(ws);
       stream.on('error', () => stream.destroy());
-      aedes.handle(stream, req);
+      handle(stream, req);
     });
   });
 
@@ -184,6 +247,7 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     },
     stats: () => ({ ...counters, outboxPending: outbox.pending, clients: aedes.connectedClients, retained: retained.size, retainedFileWrites: retained.writes, tcpPort: port, wsPort }),
     async close() {
+      closing = true;
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       await new Promise<void>((r) => aedes.close(() => r()));
@@ -196,67 +260,4 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
       ]);
     },
   };
-}
-
-// Aedes' emitter recurses when many in-process publishes are queued at once (a burst of 100k changes
-// overflowed the stack in a bench), so the gateway keeps at most MAX_INFLIGHT publishes inside aedes and
-// queues the rest here, in order, bounded: past MAX_PENDING the oldest waiting message is dropped and counted.
-const MAX_INFLIGHT = 32;
-const MAX_PENDING = 100_000;
-
-type Done = (err: Error | undefined, topic: string) => void;
-
-interface OutMsg {
-  topic: string;
-  payload: Buffer;
-  qos: 0 | 1;
-  done: Done;
-}
-
-class Outbox {
-  private inflight = 0;
-  private queue: (OutMsg | undefined)[] = [];
-  private head = 0;
-  private draining = false;
-
-  constructor(private readonly aedes: Aedes, private readonly counters: { outboxDropped: number }) {}
-
-  get pending(): number {
-    return this.queue.length - this.head;
-  }
-
-  push(topic: string, payload: Buffer, qos: 0 | 1, done: Done): void {
-    this.queue.push({ topic, payload, qos, done });
-    if (this.pending > MAX_PENDING) {
-      const old = this.queue[this.head];
-      this.queue[this.head++] = undefined;
-      this.counters.outboxDropped++;
-      old?.done(undefined, old.topic);
-    }
-    this.drain();
-  }
-
-  // A loop, not recursion: aedes may call back synchronously.
-  private drain(): void {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      while (this.inflight < MAX_INFLIGHT && this.pending > 0) {
-        const m = this.queue[this.head]!;
-        this.queue[this.head++] = undefined;
-        if (this.head > 4096 && this.head * 2 > this.queue.length) {
-          this.queue = this.queue.slice(this.head);
-          this.head = 0;
-        }
-        this.inflight++;
-        this.aedes.publish({ cmd: 'publish', topic: m.topic, payload: m.payload, qos: m.qos, retain: false, dup: false }, (err) => {
-          this.inflight--;
-          m.done(err ?? undefined, m.topic);
-          this.drain();
-        });
-      }
-    } finally {
-      this.draining = false;
-    }
-  }
 }

@@ -8,7 +8,7 @@ import type { ShadowEvents } from '../core/events.js';
 import type { DeviceRecord } from '../core/records.js';
 import type { Principal } from './auth.js';
 import type { ExportContext } from './context.js';
-import { discoveryMessages, haId, type HaPointInfo } from './homeassistant.js';
+import { discoveryMessages, discoveryNode, haId, type HaPointInfo } from './homeassistant.js';
 import {
   localTime,
   topicSafeDeviceId,
@@ -32,6 +32,8 @@ export type Publish = (topic: string, payload: string, retain: boolean, upstream
  * later, keeps them retained.
  */
 const DISCOVERY_LOCAL_RETAIN = false;
+/** Devices whose discovery configs go out per turn of the event loop (~1,000 messages for 100-point devices). */
+const DISCOVERY_SLICE = 10;
 
 type Pending =
   | { kind: 'data'; event: ShadowEvents['dataChange'] }
@@ -56,6 +58,9 @@ export class MqttExporter {
   private readonly dirty = new Set<string>();
   private queue: Pending[] = [];
   private scheduled = false;
+  private stopped = false;
+  /** The discovery run in slices (republishDiscovery), or null. */
+  private discoveryRun: { ids: string[]; at: number } | null = null;
   private readonly counters = { states: 0, events: 0, sets: 0, setsFailed: 0, setsRefused: 0 };
 
   constructor(
@@ -71,8 +76,9 @@ export class MqttExporter {
   /** Publishes every device's state, availability and discovery; clears retained topics of devices that are gone. */
   start(retainedTopics: readonly string[]): void {
     const { bus } = this.ctx;
-    for (const id of this.ctx.shadow.GetDeviceIds()) this.publishDevice(id);
+    for (const id of this.ctx.shadow.GetDeviceIds()) this.publishDevice(id, false);
     this.clearStale(retainedTopics);
+    this.republishDiscovery();
     bus.on(this, 'dataChange', (e) => {
       this.dirty.add(e.id);
       this.queue.push({ kind: 'data', event: e });
@@ -140,6 +146,7 @@ export class MqttExporter {
   }
 
   stop(): void {
+    this.stopped = true;
     this.ctx.bus.off(this);
     this.flush();
   }
@@ -154,12 +161,12 @@ export class MqttExporter {
     this.publish(this.topics.state(id), JSON.stringify(statePayload(dev)), true);
   }
 
-  private publishDevice(id: string): void {
+  private publishDevice(id: string, discovery = true): void {
     const dev = this.ctx.shadow.GetDeviceRecord(id);
     if (!dev || !topicSafeDeviceId(id)) return;
     this.publishState(id, dev);
     this.publish(this.topics.availability(id), dev.online ? 'online' : 'offline', true);
-    this.publishDiscovery(dev);
+    if (discovery) this.publishDiscovery(dev);
   }
 
   publishDiscovery(dev: { id: string; modelName: string }): void {
@@ -182,10 +189,28 @@ export class MqttExporter {
 
   /** Home Assistant announces itself on `<prefix>/status`: send the configs again, as zigbee2mqtt does. */
   republishDiscovery(): void {
-    for (const id of this.ctx.shadow.GetDeviceIds()) {
-      const dev = this.ctx.shadow.GetDeviceRecord(id);
-      if (dev) this.publishDiscovery(dev);
-    }
+    if (!this.ha) return;
+    const running = this.discoveryRun !== null;
+    // A second birth while a run is under way starts it over rather than running two at once.
+    this.discoveryRun = { ids: this.ctx.shadow.GetDeviceIds(), at: 0 };
+    if (running) return;
+    // In slices, one per turn of the event loop: 100 points × 1,000 devices at once were 100,000 messages
+    // queued in the broker together (a ~200 MB heap spike, and a stall for every poll and request).
+    const step = (): void => {
+      const run = this.discoveryRun;
+      if (!run || this.stopped) {
+        this.discoveryRun = null;
+        return;
+      }
+      const end = Math.min(run.at + DISCOVERY_SLICE, run.ids.length);
+      for (; run.at < end; run.at++) {
+        const dev = this.ctx.shadow.GetDeviceRecord(run.ids[run.at]!);
+        if (dev) this.publishDiscovery(dev);
+      }
+      if (run.at < run.ids.length) setImmediate(step);
+      else this.discoveryRun = null;
+    };
+    setImmediate(step);
   }
 
   private clearDevice(id: string): void {
@@ -199,16 +224,16 @@ export class MqttExporter {
   /** Retained topics left from devices deleted while the gateway was down. */
   private clearStale(retainedTopics: readonly string[]): void {
     const ha = this.ha;
-    const live = new Set<string>();
-    for (const list of this.discoveryTopics.values()) for (const t of list) live.add(t);
     const nodePrefix = `${haId(this.ctx.gatewayId)}_`;
+    // Configs go out in slices after this: a device's node tells whether its topics are still wanted.
+    const liveNodes = new Set(this.ctx.shadow.GetDeviceIds().map((id) => discoveryNode(this.ctx.gatewayId, id)));
     for (const topic of retainedTopics) {
       const parsed = this.topics.parse(topic);
       if ((parsed?.kind === 'state' || parsed?.kind === 'availability') && !this.ctx.shadow.HasDevice(parsed.device)) {
         this.publish(topic, '', true);
       } else if (ha && topic.startsWith(`${ha.prefix}/`) && topic.endsWith('/config')) {
         const node = topic.split('/')[2] ?? '';
-        if (node.startsWith(nodePrefix) && !live.has(topic)) this.publish(topic, '', DISCOVERY_LOCAL_RETAIN, true);
+        if (node.startsWith(nodePrefix) && !liveNodes.has(node)) this.publish(topic, '', DISCOVERY_LOCAL_RETAIN, true);
       }
     }
   }
@@ -217,7 +242,8 @@ export class MqttExporter {
   onClientPublish(topic: string, payload: Buffer, principal: Principal): void {
     const parsed = this.topics.parse(topic);
     if (parsed?.kind === 'set') {
-      void this.handleSet(parsed.device, payload, principal);
+      // handleSet answers every failure itself; this catch is for a bug in it, which must not end the process.
+      this.handleSet(parsed.device, payload, principal).catch((err: unknown) => this.ctx.log.error({ err, device: parsed.device }, 'mqtt set failed'));
       return;
     }
     const ha = this.ha;
@@ -230,7 +256,15 @@ export class MqttExporter {
     const done = (): SetResultPayload => {
       if (result.success) this.counters.sets++;
       else this.counters.setsFailed++;
-      this.publish(this.topics.setResult(device), JSON.stringify(result), false);
+      let text: string;
+      try {
+        text = JSON.stringify(result);
+      } catch {
+        // The echoed values can be nested too deep to serialise (a payload of 50,000 brackets): answer without them.
+        result.values = [];
+        text = JSON.stringify(result);
+      }
+      this.publish(this.topics.setResult(device), text, false);
       return result;
     };
     if (principal.kind === 'anonymous' || (principal.kind === 'user' && !principal.canWrite)) {

@@ -106,6 +106,9 @@ export interface ApiOptions {
   /** Seed the shadow with the fake devices and one value (default true). */
   seed?: boolean;
   extraRoutes?: ApiContext['extraRoutes'];
+  /** The live-config service (config routes are mounted only with one). */
+  config?: ApiContext['config'];
+  log?: ApiContext['log'];
 }
 
 /** Starts the API on port 0, runs `fn`, always closes the server. */
@@ -124,7 +127,9 @@ export async function withApi(opts: ApiOptions, fn: (api: TestApi) => Promise<vo
     host: '127.0.0.1', port: 0, body_limit: opts.bodyLimit ?? 1024 * 1024,
     auth: { tokens: opts.tokens ?? [], read_tokens: opts.readTokens ?? [], protect_reads: opts.protectReads ?? false },
   };
-  const ctx: ApiContext = { shadow, io, http, log: silentLogger, health: () => health.report, extraRoutes: opts.extraRoutes };
+  const ctx: ApiContext = {
+    shadow, io, http, log: opts.log ?? silentLogger, health: () => health.report, extraRoutes: opts.extraRoutes, ...(opts.config ? { config: opts.config } : {}),
+  };
   const handle = await withTimeout(startHttp(ctx, { host: '127.0.0.1', port: 0 }), 5000, 'startHttp');
   try {
     await fn({ port: handle.port, url: (p) => `http://127.0.0.1:${handle.port}${p}`, shadow, io, clock, handle, health });

@@ -93,7 +93,9 @@ test('the unit keeps the properties the gateway relies on', async () => {
   const has = (line: string): void => assert.ok(text.split('\n').includes(line), `missing ${line}`);
   for (const line of ['Type=notify', 'NotifyAccess=all', 'Restart=on-failure', 'User=shadowgate', 'StateDirectory=shadowgate',
     'SupplementaryGroups=dialout gpio', 'Environment=SHADOWGATE_CONFIG=/etc/shadowgate/config.json', 'DeviceAllow=char-ttyS rw',
-    'DeviceAllow=char-gpiochip rw', 'ProtectSystem=strict']) has(line);
+    'DeviceAllow=char-gpiochip rw', 'ProtectSystem=strict',
+    // Flat RSS under bad input and across MQTT logins (scripts/reliability/bad-input.ts runs the unit's environment).
+    'Environment=MALLOC_ARENA_MAX=2', 'Environment=MALLOC_MMAP_THRESHOLD_=1048576']) has(line);
   assert.match(text, /^WatchdogSec=\d+s$/m);
   // V8's heap limit must sit well inside the cgroup limit, or the OOM killer fires before the GC.
   const heap = Number((/--max-old-space-size=(\d+)/.exec(text) ?? [])[1]);

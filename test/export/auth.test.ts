@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkPublish, hashPassword, parseHash, UserDirectory, verifyPassword } from '../../src/export/auth.js';
+import { checkPublish, checkSubscribe, hashPassword, parseHash, UserDirectory, verifyPassword } from '../../src/export/auth.js';
 import { Topics } from '../../src/export/topics.js';
 import { runHashPassword } from '../../src/cli/hash-password.js';
 
@@ -47,6 +47,15 @@ test('publish ACL: set needs can_write, gateway topics never, discovery of this 
   assert.ok(checkPublish(w, 'homeassistant/switch/gw1_dev1/relay1/config', t, d));
   assert.is(checkPublish(r, 'homeassistant/status', t, d), null);
   assert.is(checkPublish(r, 'homeassistant/switch/other_dev/x/config', t, d), null);
+});
+
+test('subscribe ACL: anonymous clients only under the base topic (and the discovery prefix when on); users anywhere', () => {
+  const t = new Topics('sg');
+  const anon = { kind: 'anonymous' } as const;
+  for (const f of ['sg', 'sg/#', 'sg/+', 'sg/dev1/availability', 'sg/+/set/result']) assert.is(checkSubscribe(anon, f, t), null, f);
+  for (const f of ['#', '+/dev1', '+', 'sgx/#', 'other/x', '$SYS/#', 'homeassistant/#']) assert.match(checkSubscribe(anon, f, t)!, /only to the gateway's topics/, f);
+  assert.is(checkSubscribe(anon, 'homeassistant/#', t, { prefix: 'homeassistant' }), null, 'discovery on: its prefix is the gateway\'s too');
+  for (const p of [{ kind: 'user', username: 'r', canWrite: false }, { kind: 'bridge' }] as const) assert.is(checkSubscribe(p, '#', t), null);
 });
 
 test('topics: one contract, parse is the inverse of build', () => {

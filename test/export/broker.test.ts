@@ -164,7 +164,8 @@ test('retained messages survive a gateway restart (flat file), deleted devices s
     const f2 = makeFixture({ dir });
     f2.shadow.DeleteDevice('dev2');
     gw2 = await start(f2);
-    const c2 = await connectClient(`mqtt://127.0.0.1:${gw2.mqttPort}`);
+    // A user: anonymous clients may subscribe only to the gateway's own topics (docs/mqtt.md).
+    const c2 = await connectClient(`mqtt://127.0.0.1:${gw2.mqttPort}`, { username: 'reader', password: 'r-pass' });
     try {
       const got = await collect(c2, '#');
       await waitFor(() => got.some((m) => m.topic === 'site/note'), 3000, 'client retained message after restart');
