@@ -33,6 +33,12 @@ export function fromRaw(point: PointModel, raw: Raw): Value | undefined {
   return point.decimals === undefined ? v : round(v, point.decimals);
 }
 
+/** A request value in an error text: short, and never a throw (a value nested 50,000 deep overflows JSON.stringify). */
+function show(value: unknown): string {
+  if (value !== null && typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
+  return JSON.stringify(value) ?? String(value);
+}
+
 const NUMERIC = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
 
 /**
@@ -44,14 +50,14 @@ export function toRaw(point: PointModel, value: unknown): { value: Value; raw: R
   if (point.type === 'string') {
     if (typeof value === 'string') return { value, raw: value };
     if (typeof value === 'number' && Number.isFinite(value)) return { value: String(value), raw: String(value) };
-    throw invalidValue(`value ${JSON.stringify(value) ?? String(value)} is not a string for point ${point.name}`);
+    throw invalidValue(`value ${show(value)} is not a string for point ${point.name}`);
   }
   let n: number | undefined;
   if (typeof value === 'number') n = value;
   else if (typeof value === 'boolean') n = value ? 1 : 0;
   else if (typeof value === 'string' && NUMERIC.test(value)) n = Number(value);
   else if (typeof value === 'string' && /^(true|false)$/i.test(value.trim())) n = value.trim().toLowerCase() === 'true' ? 1 : 0;
-  const shown = typeof value === 'string' ? `"${value}"` : JSON.stringify(value) ?? String(value);
+  const shown = typeof value === 'string' ? `"${value}"` : show(value);
   if (n === undefined || !Number.isFinite(n)) throw invalidValue(`value ${shown} is not ${point.type === 'int' ? 'an int' : 'a float'} for point ${point.name}`);
   if (point.type === 'int' && !Number.isInteger(n)) throw invalidValue(`value ${shown} is not an int for point ${point.name}`);
   const raw = (n - (point.offset ?? 0)) / (point.scale ?? 1);
@@ -64,7 +70,7 @@ function toCode(point: PointModel, map: Readonly<Record<string, number | string>
   const wanted = typeof value === 'string' ? value.trim() : value;
   const hit = entries.find(([, meaning]) => meaning === wanted || String(meaning) === String(wanted));
   if (!hit) {
-    const shown = typeof value === 'string' ? `"${value}"` : JSON.stringify(value) ?? String(value);
+    const shown = typeof value === 'string' ? `"${value}"` : show(value);
     throw invalidValue(`value ${shown} is not one of ${entries.map(([, m]) => JSON.stringify(m)).join(', ')} for point ${point.name}`);
   }
   return { value: hit[1], raw: Number(hit[0]) };

@@ -19,7 +19,8 @@ test('a wrong token: its 401 is held, doubling; while blocked every token gets 4
     const [first, t1] = await timed(() => get(api, WRITE, bearer('guess-1')));
     assert.equal([first.status, first.body.errorMsg], [401, 'invalid token']);
     const [, t2] = await timed(() => get(api, WRITE, bearer('guess-2')));
-    assert.ok(t1 >= 90 && t2 >= 190 && t2 > t1, `held ${t1.toFixed(0)} then ${t2.toFixed(0)} ms`);
+    // Lower bounds only: on a loaded machine the first request (cold paths) can take longer than the second.
+    assert.ok(t1 >= 90 && t2 >= 190, `held ${t1.toFixed(0)} then ${t2.toFixed(0)} ms`);
     await get(api, WRITE, bearer('guess-3'));
     // Three failures: the fourth is judged and blocks for 800 ms; a fifth and the right token sent meanwhile are not judged.
     const guess = get(api, WRITE, bearer('guess-4'));

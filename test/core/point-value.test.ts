@@ -39,4 +39,13 @@ test('outbound: clear errors naming the value and the point', () => {
   assert.throws(() => toRaw(label, { a: 1 }), /not a string for point label/);
 });
 
+
+test('a value nested deep or of the wrong shape is refused with a short text, never a throw of its own', async () => {
+  const { toRaw } = await import('../../src/core/point-value.js');
+  let deep: unknown = 1;
+  for (let i = 0; i < 50_000; i++) deep = [deep];
+  assert.throws(() => toRaw({ name: 'sp', type: 'float' }, deep), /value an array is not a float for point sp/);
+  assert.throws(() => toRaw({ name: 'sp', type: 'string' }, { a: 1 }), /value an object is not a string for point sp/);
+});
+
 test.run();

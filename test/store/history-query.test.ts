@@ -127,4 +127,16 @@ test('attachHistory records dataChange values, deletes on deviceDeleted, and det
     }
   }));
 
+
+test('a parameter given twice is the user\'s error, named', async () => {
+  const { historyQuery } = await import('../../src/store/history/query.js');
+  const store = {} as Parameters<typeof historyQuery>[0];
+  try {
+    await historyQuery(store, () => 'ok', { device: 'd', point: 'p', start: ['1', '2'] as unknown as string }, Date.now());
+    assert.unreachable();
+  } catch (err) {
+    assert.match((err as Error).message, /^start is given more than once$/);
+  }
+});
+
 test.run();

@@ -25,16 +25,26 @@ export const MAX_LIMIT = 100_000;
 export const MAX_BUCKETS = 100_000;
 const DEFAULT_RANGE = 3_600_000;
 
-export async function historyQuery(store: HistoryStore, knownPoint: KnownPoint, query: HistoryParams,
+/** A query string may repeat a key (`?start=a&start=b`): that is the user's error, named, never a crash. */
+function single(query: HistoryParams): HistoryParams {
+  for (const [key, v] of Object.entries(query)) {
+    if (v !== undefined && typeof v !== 'string') throw badRequest(`${key} is given more than once`);
+  }
+  return query;
+}
+
+export async function historyQuery(store: HistoryStore, knownPoint: KnownPoint, raw: HistoryParams,
   now: number): Promise<HistoryRow[]> {
+  const query = single(raw);
   const { device, point } = target(knownPoint, query);
   const { start, end } = range(query, now);
   const limit = parseLimit(query.limit);
   return rows(await store.readRaw(device, point, start, end + 1, limit));
 }
 
-export async function historyAggregate(store: HistoryStore, knownPoint: KnownPoint, query: HistoryParams,
+export async function historyAggregate(store: HistoryStore, knownPoint: KnownPoint, raw: HistoryParams,
   now: number): Promise<HistoryRow[]> {
+  const query = single(raw);
   const { device, point } = target(knownPoint, query);
   const fn = present(query.function);
   if (fn === undefined) throw badRequest('function is required (use avg, min, max, sum, count, first, last)');
