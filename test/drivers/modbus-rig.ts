@@ -43,7 +43,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-function kill(child: ChildProcess | null): Promise<void> {
+/** SIGTERM by PID, SIGKILL after 1.5 s; resolves once the child is gone. */
+export function kill(child: ChildProcess | null): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const hard = setTimeout(() => { try { process.kill(child.pid!, 'SIGKILL'); } catch { /* gone */ } }, 1500);

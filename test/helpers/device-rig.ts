@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { freePort, waitFor } from '../drivers/modbus-rig.js';
+import { freePort, kill, waitFor } from '../drivers/modbus-rig.js';
 
 const PYTHON = '/usr/bin/python3';
 const DEVICES = 'scripts/modbus-rig/devices.py';
@@ -62,15 +62,6 @@ export function describeImages(spec = ''): DeviceImage[] {
   const r = spawnSync(PYTHON, [DEVICES, '--describe', spec], { encoding: 'utf8', timeout: 20_000 });
   if (r.status !== 0) throw new Error(`devices.py --describe failed: ${r.stderr || r.error?.message}`);
   return JSON.parse(r.stdout) as DeviceImage[];
-}
-
-function kill(child: ChildProcess | null): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const hard = setTimeout(() => { try { process.kill(child.pid!, 'SIGKILL'); } catch { /* gone */ } }, 1500);
-    child.once('exit', () => { clearTimeout(hard); resolve(); });
-    try { process.kill(child.pid!, 'SIGTERM'); } catch { clearTimeout(hard); resolve(); }
-  });
 }
 
 export class DeviceRig {

@@ -13,15 +13,9 @@ import { startBaudRelay, type BaudRelay } from '../../modbus-rig/baud-relay.js';
 
 const PYTHON = '/usr/bin/python3';
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { sleep, waitFor } from '../../../test/drivers/modbus-rig.js';
 
-export async function waitFor(what: string, fn: () => boolean, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
+export { sleep, waitFor };
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves when the child has exited. */
 export function killChild(child: ChildProcess | null, graceMs = 1500): Promise<void> {
