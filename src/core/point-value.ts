@@ -75,3 +75,11 @@ function toCode(point: PointModel, map: Readonly<Record<string, number | string>
   }
   return { value: hit[1], raw: Number(hit[0]) };
 }
+
+/** A value the shadow can hold: a finite number or a string (the table has no slot for anything else). */
+export function checkValue(name: string, v: Value): void {
+  // v - v is 0 only for finite numbers (NaN and ±Infinity give NaN).
+  if (typeof v === 'number' ? v - v !== 0 : typeof v !== 'string') {
+    throw invalidValue(`value for point ${name} must be a finite number or a string`);
+  }
+}

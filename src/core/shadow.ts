@@ -6,6 +6,7 @@
  */
 import { parseDuration } from './duration.js';
 import { GatewayError, invalidValue, unknownDevice, unknownPoint } from './errors.js';
+import { checkValue } from './point-value.js';
 import type { PointChange } from './events.js';
 import { deviceRecord, pointRecord, toDevice, toDevicePoint, valueAt, writeValueAt, type DeviceRecord, type PointRecord } from './records.js';
 import { INITIALIZING, MAX_FAILURES, FAILURE_WINDOW_MS, MAYBE_OFFLINE, OFFLINE, ONLINE, ShadowBase } from './shadow-base.js';
@@ -393,13 +394,6 @@ export class Shadow extends ShadowBase {
     return writeValueAt(this.table, p);
   }
 
-}
-
-function checkValue(name: string, v: Value): void {
-  // v - v is 0 only for finite numbers (NaN and ±Infinity give NaN).
-  if (typeof v === 'number' ? v - v !== 0 : typeof v !== 'string') {
-    throw invalidValue(`value for point ${name} must be a finite number or a string`);
-  }
 }
 
 export { isoTime } from './records.js';
