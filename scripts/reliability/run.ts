@@ -10,6 +10,7 @@ import { formatTable, writeReport, type Campaign, type Row } from './table.js';
 const CAMPAIGNS: Record<string, () => Promise<Campaign>> = {
   kills: async () => (await import('./kills.js')).kills,
   'disk-full': async () => (await import('./disk-full.js')).diskFull,
+  'bus-faults': async () => (await import('./bus-faults.js')).busFaults,
   'bad-input': async () => (await import('./bad-input.js')).badInput,
   auth: async () => (await import('./auth.js')).auth,
   soak: async () => (await import('./soak.js')).soak,

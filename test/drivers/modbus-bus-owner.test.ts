@@ -17,6 +17,13 @@ class FakeLink implements ModbusTransport {
   drains = 0;
   log: { unit: number; fc: number; start: number; end: number }[] = [];
   behaviour: (unit: number) => 'ok' | 'timeout' | 'exception' = () => 'ok';
+  /** When the fake last heard a byte on the line (another master's traffic), and whether its device exists. */
+  rx = 0;
+  pending = 0;
+  exists: boolean | undefined = undefined;
+  lastRxAt(): number { return this.rx; }
+  answerPendingUntil(): number { return this.pending; }
+  present(): boolean | undefined { return this.exists; }
   private lost: (r: string) => void = () => {};
   async open(): Promise<void> {
     if (this.failOpens > 0) { this.failOpens--; throw new Error('ENOENT'); }
@@ -143,6 +150,65 @@ test('consecutive timeouts bus-wide reopen the link inside the slot', async () =
   try {
     for (let i = 0; i < 3; i++) await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })).catch(() => {});
     assert.is(link.opens, 2);
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('listen before talk: t3.5 after the last byte heard from anyone, the answer to another master\'s request, a babbling line only so long', async () => {
+  const link = new FakeLink();
+  const bus = owner(link, { drainMaxMs: 60 });
+  await bus.start();
+  try {
+    // Another master's frame: a byte every millisecond for 30 ms.
+    const t0 = performance.now();
+    link.rx = t0;
+    const talk = setInterval(() => { if (performance.now() - t0 < 30) link.rx = performance.now(); }, 1);
+    try {
+      await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 }));
+    } finally {
+      clearInterval(talk);
+    }
+    const start = link.log[0]!.start;
+    assert.ok(start - link.rx >= 4, `started ${(start - link.rx).toFixed(1)} ms after the last byte heard (t3.5 is 4 ms)`);
+    assert.ok(start - t0 >= 30, 'not during the frame');
+    // A line that never falls silent: the request goes after drainMaxMs × 2 (120 ms) all the same.
+    const babble = setInterval(() => (link.rx = performance.now()), 1);
+    const t1 = performance.now();
+    try {
+      await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 }));
+    } finally {
+      clearInterval(babble);
+    }
+    const waited = link.log[1]!.start - t1;
+    assert.ok(waited >= 110 && waited < 400, `held back ${waited.toFixed(0)} ms`);
+    // Another master's request heard, its answer not begun: the line is held until it could have come.
+    const t2 = performance.now();
+    link.rx = t2;
+    link.pending = t2 + 50;
+    await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 }));
+    assert.ok(link.log[2]!.start >= link.pending, `started ${(link.log[2]!.start - t2).toFixed(1)} ms after the foreign request (its answer may take 50 ms)`);
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('a vanished port is reopened as soon as its path is back, not after the backoff grown meanwhile', async () => {
+  const link = new FakeLink();
+  const bus = owner(link, { reopenMinMs: 5000, reopenMaxMs: 5000 });
+  await bus.start();
+  try {
+    link.exists = false;
+    link.failOpens = 1; // the first reopen finds no device: the next try would be 5 s away
+    link.unplug();
+    await new Promise((r) => setTimeout(r, 300));
+    assert.not.ok(link.openNow);
+    const back = performance.now();
+    link.exists = true;
+    while (!link.openNow && performance.now() - back < 2000) await new Promise((r) => setTimeout(r, 5));
+    const after = performance.now() - back;
+    assert.ok(link.openNow, 'reopened');
+    assert.ok(after < 250, `reopened ${after.toFixed(0)} ms after the path came back`);
   } finally {
     await bus.stop();
   }

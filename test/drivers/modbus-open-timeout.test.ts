@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BusOwner } from '../../src/drivers/modbus/bus-owner.js';
-import { RtuTransport } from '../../src/drivers/modbus/transport.js';
+import { RtuTransport } from '../../src/drivers/modbus/rtu-transport.js';
 import { silentLogger } from '../../src/util/logger.js';
 
 class WedgedTransport extends RtuTransport {

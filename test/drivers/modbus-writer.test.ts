@@ -56,24 +56,24 @@ test('bits of one register become one read-modify-write; a bad value anywhere re
   }
 });
 
-test('degradation: after 3 failures skipped, probed with doubling backoff, restored by an answer', () => {
+test('degradation: after 3 failures skipped, probed once per probe period (clamped, no doubling), restored by an answer', () => {
   const h = new DeviceHealth({ failuresToDegrade: 3, minBackoffMs: 1000, maxBackoffMs: 4000 });
-  h.failed(0); h.failed(10);
+  h.failed(0, 1500); h.failed(10, 1500);
   assert.not.ok(h.degraded);
   assert.ok(h.suspect);
-  h.failed(20);
+  h.failed(20, 1500);
   assert.ok(h.degraded);
   assert.not.ok(h.mayPoll(500));
-  assert.ok(h.mayPoll(1020));
-  h.failed(1020);
-  assert.is(h.probeAt, 3020);
-  h.failed(3020);
-  assert.is(h.probeAt, 7020);
-  h.failed(7020);
-  assert.is(h.probeAt, 11020, 'capped at maxBackoffMs');
+  assert.ok(h.mayPoll(1520));
+  h.failed(1520, 1500);
+  assert.is(h.probeAt, 3020, 'the same period again: a unit that comes back is seen within one period however long it was away');
+  h.failed(3020, 200);
+  assert.is(h.probeAt, 4020, 'at least minBackoffMs');
+  h.failed(4020, 9000);
+  assert.is(h.probeAt, 8020, 'at most maxBackoffMs');
   h.answered();
   assert.not.ok(h.degraded);
-  assert.ok(h.mayPoll(7021));
+  assert.ok(h.mayPoll(4021));
 });
 
 

@@ -22,6 +22,9 @@ export const MAX_WAITING = 16;
 export const ON_DEMAND_IN_A_ROW = 2;
 export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
 
+/** How often a vanished serial port's path is checked while the link is down. */
+export const PRESENCE_POLL_MS = 100;
+
 export interface BusOwnerOptions {
   busId: string;
   timeoutMs: number;
@@ -241,24 +244,66 @@ export class BusOwner {
   }
 
   /**
-   * Waits out t3.5 since the last frame. Timers overshoot by about a millisecond, which at 9600 baud
-   * is a quarter of the silence itself on every request; so sleep to just short of it and finish
-   * with event-loop turns (I/O keeps flowing; at most ~1.5 ms of busy turns per request).
+   * Waits out t3.5 since the last frame on the line — ours, or one heard from another master or a slave
+   * answering it (RTU has no arbitration: talking into a frame garbles both) — and, after a request heard
+   * from another master, until its answer begins (or its timeout passed): a request sent meanwhile would
+   * get that answer. A line that never falls free (a babbling device) holds the request back at most two
+   * longest frames or a timeout, whichever is longer, then it goes anyway. Timers overshoot by about a
+   * millisecond, a quarter of the silence at 9600 baud, so sleep to just short of it and finish with
+   * event-loop turns; the last check follows a millisecond's pause and a read of what is still unread, so
+   * a byte that came meanwhile moves the target.
    */
   private async silence(): Promise<void> {
-    const target = this.lastFrameEnd + this.options.silenceMs;
-    const wait = target - performance.now();
-    if (wait <= 0) return;
-    if (wait > 1.5) await sleep(Math.floor(wait - 1));
-    while (performance.now() < target) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.options.silenceMs <= 0) return; // TCP: no shared line to listen to
+    const giveUp = performance.now() + Math.max(this.options.drainMaxMs * 2, this.options.timeoutMs + this.options.silenceMs);
+    for (;;) {
+      if (performance.now() >= giveUp) return;
+      const wait = this.lineFreeAt() - performance.now();
+      if (wait > 1.5) {
+        await sleep(Math.max(1, Math.floor(Math.min(wait, giveUp - performance.now()) - 1)));
+        continue;
+      }
+      if (wait > 0) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        continue;
+      }
+      // Free by what was heard so far. The port's reads go through the thread pool: give one that has begun a
+      // millisecond and an I/O phase to land (a timer resumes before I/O is polled, an immediate after), and
+      // read what is still unread, before deciding (a held-up loop hears late).
+      await sleep(1);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const late = this.transport.takePending?.() ?? 0;
+      if (late === 0 && this.lineFreeAt() <= performance.now()) return;
+    }
   }
 
+  /** When the line is free: t3.5 after the last frame heard or sent, and no other master's answer pending. */
+  private lineFreeAt(): number {
+    const heard = Math.max(this.lastFrameEnd, this.transport.lastRxAt?.() ?? 0) + this.options.silenceMs;
+    return Math.max(heard, this.transport.answerPendingUntil?.() ?? 0);
+  }
+
+  /**
+   * Reopens after `delayMs` (the backoff). A serial port that had vanished is reopened as soon as its path
+   * is back (checked every PRESENCE_POLL_MS, a stat): a re-plugged adapter should not wait out a backoff
+   * grown while it was away. The backoff still paces opens that fail on a port that is there.
+   */
   private scheduleReopen(delayMs: number): void {
     if (this.stopped || this.reopenTimer) return;
-    this.reopenTimer = setTimeout(() => {
+    const at = performance.now() + delayMs;
+    let wasAbsent = false;
+    const tick = (): void => {
       this.reopenTimer = undefined;
-      void this.tryOpen();
-    }, delayMs);
+      if (this.stopped) return;
+      const present = this.transport.present?.();
+      if (present === false) wasAbsent = true;
+      if (performance.now() >= at - 1 || (wasAbsent && present === true)) {
+        void this.tryOpen();
+        return;
+      }
+      this.reopenTimer = setTimeout(tick, present === undefined ? at - performance.now() : Math.min(PRESENCE_POLL_MS, at - performance.now()));
+    };
+    this.reopenTimer = setTimeout(tick, Math.min(delayMs, PRESENCE_POLL_MS));
   }
 
   private async tryOpen(): Promise<void> {

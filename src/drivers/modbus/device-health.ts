@@ -1,8 +1,9 @@
 /**
  * Degradation of a dead slave, so it never stalls the rest of the bus (peers.md (c) 3): after
- * `failuresToDegrade` consecutive failed requests the device is skipped; one probe request is let
- * through after a backoff that doubles up to `maxBackoffMs`; the first answer restores it. While a
- * device is suspect (its last request failed) retries are not spent on it either.
+ * `failuresToDegrade` consecutive failed requests the device is skipped; one probe request is let through
+ * per probe period (the caller's: the poller paces probes by the device's poll interval and the bus's line
+ * budget, drivers/modbus/poller.ts), clamped to [minBackoffMs, maxBackoffMs]; the first answer restores it.
+ * While a device is suspect (its last request failed) retries are not spent on it either.
  */
 export interface HealthOptions {
   failuresToDegrade: number;
@@ -10,43 +11,41 @@ export interface HealthOptions {
   maxBackoffMs: number;
 }
 
-export const DEFAULT_HEALTH: HealthOptions = { failuresToDegrade: 3, minBackoffMs: 2_000, maxBackoffMs: 60_000 };
+export const DEFAULT_HEALTH: HealthOptions = { failuresToDegrade: 3, minBackoffMs: 1_000, maxBackoffMs: 60_000 };
 
 export class DeviceHealth {
   consecutiveFailures = 0;
   degraded = false;
   /** When the next probe may run (ms, injected clock). */
   probeAt = 0;
-  private backoff: number;
   degradations = 0;
 
-  constructor(private readonly options: HealthOptions) {
-    this.backoff = options.minBackoffMs;
-  }
+  constructor(private readonly options: HealthOptions) {}
 
-  /** Whether a poll of this device may go on the bus now; a degraded device gets one probe per backoff. */
+  /** Whether a poll of this device may go on the bus now; a degraded device gets one probe per period. */
   mayPoll(now: number): boolean {
     return !this.degraded || now >= this.probeAt;
   }
 
-  /** A request timed out or failed at the link level (a Modbus exception is an answer, not a death). */
-  failed(now: number): void {
+  /**
+   * A request timed out or failed at the link level (a Modbus exception is an answer, not a death).
+   * `probeEveryMs`: when a degraded device may be probed next, from now.
+   */
+  failed(now: number, probeEveryMs = this.options.minBackoffMs): void {
     this.consecutiveFailures++;
+    const wait = Math.min(Math.max(probeEveryMs, this.options.minBackoffMs), this.options.maxBackoffMs);
     if (this.degraded) {
-      this.backoff = Math.min(this.backoff * 2, this.options.maxBackoffMs);
-      this.probeAt = now + this.backoff;
+      this.probeAt = now + wait;
     } else if (this.consecutiveFailures >= this.options.failuresToDegrade) {
       this.degraded = true;
       this.degradations++;
-      this.backoff = this.options.minBackoffMs;
-      this.probeAt = now + this.backoff;
+      this.probeAt = now + wait;
     }
   }
 
   answered(): void {
     this.consecutiveFailures = 0;
     this.degraded = false;
-    this.backoff = this.options.minBackoffMs;
   }
 
   /** Retries only for a device that answered its last request: retrying a dead one doubles the stall. */

@@ -59,7 +59,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     devices.set(d.config.id, compileDevice(d, parts.plan, health));
     sources.set(d.config.id, d);
   }
-  const poller = new Poller([...devices.values()], owner, { retries: parts.retries, sink: ctx.sink, clock: ctx.clock, log });
+  const poller = new Poller([...devices.values()], owner, { retries: parts.retries, timeoutMs: parts.owner.timeoutMs, sink: ctx.sink, clock: ctx.clock, log });
 
   const device = (id: string): CompiledDevice => {
     const d = devices.get(id);
@@ -96,7 +96,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       return out;
     } catch (err) {
       if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') d.health.answered();
-      else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono());
+      else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono(), poller.probeEveryMs(d));
       throw err;
     }
   };

@@ -1,7 +1,7 @@
 /** Maps what the wire layer throws to the gateway's typed errors (codes of STYLE §7). */
 import { GatewayError } from '../../core/errors.js';
 import { exceptionMessage } from '../../protocol/modbus/exceptions.js';
-import { WireTimeout } from './transport.js';
+import { WireGarbled, WireTimeout } from './transport.js';
 
 export type FailureKind = 'timeout' | 'exception' | 'crc' | 'io';
 
@@ -16,6 +16,9 @@ export function classify(err: unknown, unit: number, where: string): ClassifiedE
   if (err instanceof GatewayError) return { kind: err.code === 'DRIVER_TIMEOUT' ? 'timeout' : 'io', error: err };
   if (err instanceof WireTimeout) {
     return { kind: 'timeout', error: new GatewayError('DRIVER_TIMEOUT', `timeout: unit ${unit} on ${where} did not answer within ${err.timeoutMs} ms`) };
+  }
+  if (err instanceof WireGarbled) {
+    return { kind: 'crc', error: new GatewayError('DRIVER_ERROR', `corrupt answer from unit ${unit} on ${where}: ${err.message}`) };
   }
   const e = err as { modbusCode?: number; message?: string };
   if (typeof e?.modbusCode === 'number') {

@@ -2,7 +2,8 @@
  * Polling: each device's groups (one per poll interval) are read when due. A group's requests are
  * queued at poll priority, so writes and on-demand reads overtake them. A cycle's answers are reported
  * to the sink together, as one atomic update; a cycle with failed requests is one sink.failure. A
- * degraded device only gets its probe through; the others keep their rate.
+ * degraded device only gets its probe through; the others keep their rate: their schedule is a fixed grid,
+ * and a cycle the bus held back (another unit's timeout) is made up at once.
  */
 import type { Clock } from '../../core/clock.js';
 import type { DataSink, RawValue } from '../types.js';
@@ -15,10 +16,23 @@ import { placeSunspecPoints, walkSunspec } from './sunspec.js';
 
 export interface PollerOptions {
   retries: number;
+  /** The bus's request timeout: what one probe of a dead unit costs the line. */
+  timeoutMs: number;
   sink: DataSink;
   clock: Clock;
   log: Logger;
 }
+
+/**
+ * Probes of degraded devices take at most this share of the line together, a probe costing one timeout:
+ * a dead unit is probed once per poll interval, but with the default 300 ms timeout not more often than
+ * every 1.2 s (two dead units: every 2.4 s each), so it is back within a cycle or two of answering again
+ * while the live units keep the line.
+ */
+export const PROBE_LINE_SHARE = 0.25;
+
+/** A group at most this far behind its schedule makes up the missed cycles at once; further, it starts afresh. */
+export const CATCH_UP_MS = 1000;
 
 export class Poller {
   private timer: NodeJS.Timeout | undefined;
@@ -52,11 +66,24 @@ export class Poller {
     await Promise.allSettled([...this.running]);
   }
 
-  /** The link is (back) up: probe degraded devices now instead of after their backoff. */
+  /**
+   * The link is (back) up: every group is polled now (after a re-plug the devices answer again at once, not
+   * up to a poll interval later) and degraded devices are probed now instead of after their probe period.
+   */
   linkUp(): void {
     const now = this.options.clock.mono();
-    for (const d of this.devices) if (d.health.degraded) d.health.probeAt = now;
+    for (const d of this.devices) {
+      if (d.health.degraded) d.health.probeAt = now;
+      for (const g of d.groups) g.nextDue = Math.min(g.nextDue, now);
+    }
     this.schedule();
+  }
+
+  /** How long a degraded device waits between probes (see PROBE_LINE_SHARE). */
+  probeEveryMs(device: CompiledDevice): number {
+    const degraded = Math.max(1, this.devices.filter((d) => d.health.degraded).length);
+    const poll = device.groups.length > 0 ? Math.min(...device.groups.map((g) => g.intervalMs)) : [...device.points.values()][0]?.pollMs ?? 1000;
+    return Math.max(poll, (degraded * this.options.timeoutMs) / PROBE_LINE_SHARE);
   }
 
   private schedule(): void {
@@ -106,6 +133,7 @@ export class Poller {
   private async runGroup(device: CompiledDevice, group: PollGroup): Promise<void> {
     const { clock, sink, log } = this.options;
     group.running = true;
+    const due = group.nextDue;
     const start = clock.mono();
     const values: Record<string, RawValue> = {};
     let read = false;
@@ -131,10 +159,10 @@ export class Poller {
             device.health.answered(); // the slave is alive; the request is what it refuses
             if (this.stepDown(device, group, request.points.length, error)) break; // replanned: the next cycle uses the new requests
           } else if (!(error instanceof LinkDownError)) {
-            device.health.failed(clock.mono()); // a closed port says nothing about the slave
+            device.health.failed(clock.mono(), this.probeEveryMs(device)); // a closed port says nothing about the slave
           }
           if (probing || device.health.degraded) {
-            if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (polled with backoff)');
+            if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (probed once per probe period)');
             break;
           }
         }
@@ -143,8 +171,11 @@ export class Poller {
       group.running = false;
       const end = clock.mono();
       group.lastCycleMs = end - start;
-      // Fixed-rate schedule; a cycle that overran starts the next one at once.
-      group.nextDue = Math.max(start + group.intervalMs, end);
+      // Fixed-rate grid: a cycle that overran or waited for the bus (another unit's timeout) starts the next
+      // one at once, and the cycles missed meanwhile follow, so a stall of the line costs no reads; a group
+      // more than CATCH_UP_MS behind (a long outage, a line too slow for it) starts a new grid from now.
+      const next = due + group.intervalMs;
+      group.nextDue = end - next <= CATCH_UP_MS ? next : end;
     }
     if (this.stopped) return;
     if (read) sink.data(device.id, values);
@@ -167,7 +198,7 @@ export class Poller {
       if (this.stopped) return;
       const error = err instanceof Error ? err : new Error(String(err));
       if (isGatewayError(error) && (error.code === 'MODBUS_EXCEPTION' || error.code === 'SUNSPEC_NOT_FOUND')) device.health.answered();
-      else if (!(error instanceof LinkDownError)) device.health.failed(clock.mono());
+      else if (!(error instanceof LinkDownError)) device.health.failed(clock.mono(), this.probeEveryMs(device));
       state.nextDue = clock.mono() + Math.max(1000, Math.min(...device.groups.map((g) => g.intervalMs), [...device.points.values()][0]?.pollMs ?? 5000));
       sink.failure(device.id, error);
     } finally {

@@ -10,7 +10,6 @@ import { GatewayError } from '../../core/errors.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
 const ModbusRTU = M.default;
-type Client = InstanceType<typeof ModbusRTU>;
 
 export type WireRequest =
   | { fc: 1 | 2 | 3 | 4; address: number; count: number }
@@ -34,7 +33,21 @@ export interface ModbusTransport {
   request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined>;
   /** After a timeout: wait until the line is quiet, then drop half-received bytes (late answers). */
   drain(quietMs: number, maxMs: number): Promise<void>;
+  /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
+  lastRxAt?(): number;
+  /** Until when another master's request heard on the line may still be answered (0: none pending). */
+  answerPendingUntil?(): number;
+  /**
+   * Takes in, synchronously, what has come but was not read yet (the event loop was held up); returns how
+   * many bytes. They came before the next request, so they are heard but never taken for its answer.
+   */
+  takePending?(): number;
+  /** Whether the device to open exists now (a serial port's path), or undefined when the link cannot tell. */
+  present?(): boolean | undefined;
 }
+
+/** A modbus-serial client (what ClientTransport subclasses connect). */
+export type Client = InstanceType<typeof ModbusRTU>;
 
 export interface RtuOptions {
   path: string;
@@ -49,6 +62,18 @@ export class WireTimeout extends Error {
   constructor(readonly timeoutMs: number) {
     super(`no answer within ${timeoutMs} ms`);
     this.name = 'WireTimeout';
+  }
+}
+
+/**
+ * What came back is not (or cannot be trusted to be) the answer to this request: bytes that ended in silence
+ * without a frame that answers it (a lost character, another unit's or master's frame — nothing more is
+ * coming, so the timeout is not waited out), or an answer that followed another frame (someone else's).
+ */
+export class WireGarbled extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WireGarbled';
   }
 }
 
@@ -72,7 +97,7 @@ function quietClose(client: Client): void {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-abstract class ClientTransport implements ModbusTransport {
+export abstract class ClientTransport implements ModbusTransport {
   abstract readonly kind: 'rtu' | 'tcp';
   abstract readonly label: string;
   protected client: Client | null = null;
@@ -182,40 +207,21 @@ abstract class ClientTransport implements ModbusTransport {
   async drain(quietMs: number, maxMs: number): Promise<void> {
     await sleep(quietMs);
   }
-}
 
-export class RtuTransport extends ClientTransport {
-  readonly kind = 'rtu' as const;
-  readonly label: string;
-
-  constructor(private readonly options: RtuOptions) {
-    super();
-    this.label = options.path;
+  lastRxAt(): number {
+    return 0;
   }
 
-  protected async connect(client: Client): Promise<void> {
-    const { path, ...serial } = this.options;
-    await client.connectRTUBuffered(path, serial);
+  answerPendingUntil(): number {
+    return 0;
   }
 
-  /**
-   * RTU has no transaction ids: a late answer to a timed-out request would be taken as the answer to
-   * the next one and the link would stay one frame behind for good (notes §3). Wait until the line
-   * has been quiet for `quietMs`, then empty the buffered port's half-frame buffer.
-   */
-  override async drain(quietMs: number, maxMs: number): Promise<void> {
-    const port = (this.client as unknown as { _port?: { _buffer?: Buffer; _client?: NodeJS.EventEmitter } } | null)?._port;
-    const raw = port?._client;
-    let last = performance.now();
-    const onData = (): void => { last = performance.now(); };
-    raw?.on('data', onData);
-    const start = performance.now();
-    try {
-      while (performance.now() - last < quietMs && performance.now() - start < maxMs) await sleep(Math.max(1, quietMs - (performance.now() - last)));
-    } finally {
-      raw?.off('data', onData);
-    }
-    if (port && port._buffer) port._buffer = Buffer.alloc(0);
+  takePending(): number {
+    return 0;
+  }
+
+  present(): boolean | undefined {
+    return undefined;
   }
 }
 

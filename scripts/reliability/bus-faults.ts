@@ -1,0 +1,140 @@
+/**
+ * Issue 15 item 3 — bus faults. The real gateway (dist/main.js) polls three units on a 9600-baud RTU line
+ * that this process plays (bus-faults/wire.ts), between the gateway's pty and two pymodbus truth slaves.
+ * After a fault-free baseline, each fault gets a window: CRC noise, dropped and extra bytes, replies from
+ * the wrong unit, a second master, a slave that dies and comes back, the pty unplugged and re-plugged.
+ * Per fault: healthy units keep ≥ 90% of their baseline poll rate; a dead unit goes offline by the rules and
+ * is back within two poll cycles; no corrupted value reaches the shadow (every reported cycle is checked
+ * against what the slave served); no collision is caused by the gateway (judged at the wire).
+ */
+import { Bench, DEVICES, HEALTHY } from './bus-faults/bench.js';
+import { drop, extra, noise, wrongUnit, type FrameFault } from './bus-faults/faults.js';
+import { SecondMaster } from './bus-faults/master2.js';
+import { sleep, unavailable } from './bus-faults/procs.js';
+import { dieTrial, lineTrial, unplugTrial, type Trial } from './bus-faults/trials.js';
+import { verify } from './bus-faults/truth.js';
+import type { Campaign, Row } from './table.js';
+
+const RATE_GOAL = 0.9;
+const pct = (x: number): string => `${Math.round(x * 100)}%`;
+
+interface Kind {
+  test: string;
+  goal: string;
+  run: () => Promise<Trial>;
+}
+
+export const busFaults: Campaign = async ({ reduced, log }) => {
+  const why = unavailable();
+  if (why) return [{ test: 'bus faults', trials: 0, survived: 0, lost: '?', figure: 'not run', goal: 'runs', ok: false, note: `cannot run here: ${why}` }];
+  const windowMs = reduced ? 4000 : 40_000;
+  const repeats = reduced ? 1 : 2;
+  const bench = new Bench();
+  try {
+    const t0 = performance.now();
+    await bench.start();
+    log(`line up, every unit polled, in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const wire = bench.wire;
+    const frameFault = (fault: FrameFault, on: 'all' | 'request' = 'all') => () =>
+      lineTrial(bench, windowMs, () => Object.assign(wire, { fault, faultOn: on }), () => (wire.fault = null));
+    const master2 = new SecondMaster(wire, [1, 2], 150);
+    const lineGoal = `healthy ≥ ${pct(RATE_GOAL)} of baseline poll rate, 0 corrupted, 0 collisions by the gateway`;
+    const kinds: Kind[] = [
+      { test: 'CRC noise on 1 frame in 20', goal: lineGoal, run: frameFault(noise) },
+      { test: 'a byte dropped from 1 frame in 20', goal: lineGoal, run: frameFault(drop) },
+      { test: '1-3 extra bytes in 1 frame in 20', goal: lineGoal, run: frameFault(extra) },
+      { test: '1 request in 20 answered by the wrong unit', goal: lineGoal, run: frameFault(wrongUnit(DEVICES.map((d) => d.unit)), 'request') },
+      { test: 'second master on the line (~5 requests/s)', goal: lineGoal, run: () => lineTrial(bench, windowMs, () => master2.start(), () => master2.stop()) },
+      { test: 'slave dies and comes back (unit 3, poll 1 s)', goal: `offline by the rules, back ≤ 2 cycles; ${lineGoal}`, run: () => dieTrial(bench, Math.max(windowMs, 5000)) },
+      { test: 'pty unplugged and re-plugged', goal: 'every unit offline by the rules, back ≤ 2 cycles; 0 corrupted, 0 collisions by the gateway', run: () => unplugTrial(bench, Math.max(windowMs, 4000)) },
+    ];
+
+    await sleep(1500); // past the start's first cycles (all due at once): the schedules' phase is plain to see
+    const baseline = await lineTrial(bench, windowMs, () => {}, () => {});
+    log(`baseline: ${HEALTHY.map((id, i) => `${id} ${baseline.rates[i]!.toFixed(2)}/s`).join(', ')}`);
+    const results = new Map<Kind, Trial[]>();
+    for (let r = 0; r < repeats; r++) {
+      for (const kind of kinds) {
+        const trial = await kind.run();
+        results.set(kind, [...(results.get(kind) ?? []), trial]);
+        log(`${kind.test}: ${describe(trial, baseline).join('; ')}`);
+      }
+    }
+
+    await sleep(500); // the slaves' last "served" lines
+    const bad = verify(bench.observer.reports, bench.truth);
+    const corruptIn = (t: Trial): typeof bad => bad.filter((b) => b.report.at >= t.from && b.report.at <= t.to);
+    const inTrials = new Set([...results.values()].flat().flatMap(corruptIn));
+    const elsewhere = bad.filter((b) => !inTrials.has(b));
+
+    const rows: Row[] = [];
+    const baseBad = elsewhere.length; // the baseline, the warm-up and the settling between trials
+    rows.push({
+      test: 'no fault (baseline, same run)', trials: 1, survived: baseBad === 0 && baseline.violations.length === 0 ? 1 : 0,
+      lost: `${baseBad} corrupted values`,
+      figure: `${HEALTHY.map((id, i) => `${id} ${baseline.rates[i]!.toFixed(2)}`).join(', ')} polls/s (configured ${(1000 / DEVICES[0].pollMs).toFixed(2)}); ${bench.observer.reports.length} cycles checked in all; ${baseline.violations.length} collisions by the gateway`,
+      goal: '0 corrupted, 0 collisions by the gateway',
+      ok: baseBad === 0 && baseline.violations.length === 0,
+      ...(elsewhere.length ? { note: `corrupted outside the trials: ${elsewhere.slice(0, 3).map((b) => b.why).join('; ')}` } : {}),
+    });
+    for (const [kind, trials] of results) {
+      const verdicts = trials.map((t) => judge(t, baseline, corruptIn(t).length));
+      const corrupt = trials.reduce((n, t) => n + corruptIn(t).length, 0);
+      const notes = [...new Set(verdicts.flat())];
+      const examples = trials.flatMap(corruptIn).slice(0, 3).map((b) => b.why);
+      rows.push({
+        test: kind.test, trials: trials.length, survived: verdicts.filter((v) => v.length === 0).length,
+        lost: `${corrupt} corrupted values`, figure: summarize(trials, baseline), goal: kind.goal,
+        ok: verdicts.every((v) => v.length === 0),
+        ...(notes.length || examples.length ? { note: [...notes, ...examples].join('; ') } : {}),
+      });
+    }
+    const gaps = [...wire.stats.gaps].sort((a, b) => a - b);
+    const q = (f: number): string => (gaps[Math.floor(f * (gaps.length - 1))] ?? NaN).toFixed(1);
+    log(`wire: ${wire.stats.gatewayFrames} gateway frames, ${wire.stats.otherCollisions} simultaneous starts or collisions caused by others; ` +
+      `silence before a gateway frame (t3.5 ${wire.t35.toFixed(1)} ms): min ${q(0)}, p1 ${q(0.01)}, median ${q(0.5)} ms`);
+    return rows;
+  } finally {
+    await bench.stop();
+  }
+};
+
+/** Why a trial missed its goal (empty when it met it). */
+function judge(t: Trial, baseline: Trial, corrupt: number): string[] {
+  const out = [...t.problems];
+  t.rates.forEach((r, i) => {
+    const ratio = r / baseline.rates[i]!;
+    if (ratio < RATE_GOAL) out.push(`${HEALTHY[i]} kept ${pct(ratio)} of its poll rate (${r.toFixed(2)}/s vs ${baseline.rates[i]!.toFixed(2)}/s)`);
+  });
+  if (t.violations.length) out.push(`the gateway started ${t.violations.length} frames on a frame or within t3.5 of it (${t.violations.slice(0, 5).map((v) => `${v.gapMs.toFixed(1)} ms after byte ${v.bytes} of a ${v.other} frame begun ${v.sinceFirstMs.toFixed(1)} ms before`).join(', ')})`);
+  if (corrupt) out.push(`${corrupt} corrupted values reached the shadow`);
+  return out;
+}
+
+function describe(t: Trial, baseline: Trial): string[] {
+  return [
+    ...(t.rates.length ? [`${HEALTHY.map((id, i) => `${id} ${pct(t.rates[i]! / baseline.rates[i]!)}`).join(', ')} of baseline rate`] : []),
+    ...t.facts,
+    `${t.faulted} frames hit, bus ${Object.entries(t.metrics).map(([k, v]) => `${k} +${v}`).join(' ')}`,
+    `${t.violations.length} collisions by the gateway`,
+    ...t.problems.map((p) => `PROBLEM ${p}`),
+  ];
+}
+
+/** The worst of the trials, in words. */
+function summarize(trials: readonly Trial[], baseline: Trial): string {
+  const parts: string[] = [];
+  if (trials.some((t) => t.rates.length)) {
+    parts.push(`healthy ≥ ${pct(Math.min(...trials.flatMap((t) => t.rates.map((r, i) => r / baseline.rates[i]!))))} of baseline rate`);
+  }
+  const last = trials.at(-1)!;
+  parts.push(...last.facts);
+  const hit = trials.reduce((n, t) => n + t.faulted, 0);
+  if (hit) parts.push(`${hit} frames hit`);
+  const crc = trials.reduce((n, t) => n + (t.metrics['crc_errors'] ?? 0), 0);
+  const timeouts = trials.reduce((n, t) => n + (t.metrics['timeouts'] ?? 0), 0);
+  parts.push(`${crc} CRC errors, ${timeouts} timeouts seen by the gateway`);
+  const others = trials.reduce((n, t) => n + t.others, 0);
+  parts.push(`${trials.reduce((n, t) => n + t.violations.length, 0)} collisions by the gateway${others ? ` (${others} simultaneous starts or caused by others)` : ''}`);
+  return parts.join('; ');
+}

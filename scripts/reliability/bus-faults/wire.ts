@@ -1,0 +1,291 @@
+/**
+ * A half-duplex RS-485 line between ptys, with faults (bus-faults campaign). Extends the baud relay's
+ * approach (scripts/modbus-rig/baud-relay.ts): ptys deliver bytes at once whatever the baud rate, so
+ * this process plays the wire. Every frame occupies the line for 11 bits per character; the gateway hears
+ * other frames byte by byte as they would arrive (it can only avoid a frame it has heard); slaves get a
+ * request t3.5 after its last byte (a real RTU slave frames by silence, pymodbus by length). Frames that
+ * overlap on the line garble each other from the moment they overlap.
+ *
+ * Collision accounting, on this process's clock, judged by what the gateway can have heard: a gateway frame
+ * that starts less than t3.5 after the last byte handed to its pty (the write's call: the earliest it can
+ * have heard it) of a frame that had been on the line for t3.5 already is a collision caused by the gateway
+ * — talking into a frame is the extreme case. Bytes handed over less than a character time before the last
+ * read of the gateway's side that found nothing are left out (its frame may have begun before they could
+ * be heard), and so are frames begun less than t3.5 before the gateway's: the gateway decides after t3.5
+ * of silence and its bytes then take a millisecond or two through the OS to reach the line, so such a frame
+ * began as the gateway did — a simultaneous start, which no master can avoid (counted apart).
+ */
+import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
+import { SerialPort } from 'serialport';
+import type { Direction, FrameFault } from './faults.js';
+
+export type Sender = 'gateway' | 'slave' | 'master2';
+
+interface Tx {
+  from: Sender;
+  bytes: Buffer;
+  start: number;
+  end: number;
+  /** Line time from which its bytes are garbled (another frame overlapped), or null. */
+  garbledFrom: number | null;
+  /** When its first byte was handed to the gateway's pty, and how many so far. */
+  handedAt?: number;
+  handed?: number;
+  /** Pending hand-over to the slaves (requests). */
+  delivery?: NodeJS.Timeout;
+}
+
+export interface Violation {
+  /** ms from the last byte the gateway can have heard to its frame. */
+  gapMs: number;
+  /** ms since the first byte of that frame was handed over, and how many bytes of it had been. */
+  sinceFirstMs: number;
+  bytes: number;
+  /** Whose byte that was. */
+  other: Sender;
+}
+
+export interface WireStats {
+  gatewayFrames: number;
+  /** Gateway frames that started on a frame it had heard (begun t3.5 before), or within t3.5 after it. */
+  gatewayViolations: Violation[];
+  /** Simultaneous starts and overlaps another sender started. */
+  otherCollisions: number;
+  faulted: number;
+  /** Silence the gateway left before its frames (ms since the last byte it can have heard), for the log. */
+  gaps: number[];
+}
+
+const openPort = (path: string): Promise<SerialPort> =>
+  new Promise((resolve, reject) => {
+    const port = new SerialPort({ path, baudRate: 9600, autoOpen: false });
+    port.open((err) => (err ? reject(err) : resolve(port)));
+  });
+
+const garble = (b: number): number => b ^ (1 + Math.floor(Math.random() * 255));
+
+export class Wire {
+  readonly charMs: number;
+  readonly t35: number;
+  /** The fault applied to every `every`-th gateway or slave frame, or null. */
+  fault: FrameFault | null = null;
+  every = 20;
+  /** Which frames count toward `every`: all (requests and replies) or the gateway's requests only. */
+  faultOn: 'all' | 'request' = 'all';
+  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, gaps: [] };
+  /** The gateway's side, read without blocking every millisecond and before anyone else talks. */
+  private gw: number | null = null;
+  /** Debugging: every frame and hand-over, with times, while set. */
+  trace: string[] | null = null;
+  /** When a read of the gateway's side last found nothing: a frame found later began after it. */
+  private emptyAt = 0;
+  private poller: NodeJS.Timeout | undefined;
+  private readonly rx = Buffer.alloc(512);
+  private readonly slaves: SerialPort[] = [];
+  private txs: Tx[] = [];
+  /** Hand-overs of other senders' bytes to the gateway's pty: when, and whose last byte it was. */
+  private delivered: { at: number; from: Sender; firstAt: number; bytes: number }[] = [];
+  private readonly current = new Map<string, Tx>();
+  private frameNo = 0;
+  private queue: { at: number; tx: Tx; index: number }[] = [];
+  private pumpTimer: NodeJS.Timeout | undefined;
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly gatewayEnd: string, private readonly slaveEnds: readonly string[], baud: number) {
+    this.charMs = 11_000 / baud;
+    this.t35 = baud > 19_200 ? 1.75 : 3.5 * this.charMs;
+  }
+
+  async start(): Promise<void> {
+    for (const [i, path] of this.slaveEnds.entries()) {
+      const port = await openPort(path);
+      port.on('data', (chunk: Buffer) => this.fromSender(`slave${i}`, 'slave', chunk));
+      port.on('error', () => {});
+      this.slaves.push(port);
+    }
+    await this.attachGateway();
+  }
+
+  /**
+   * (Re)opens the gateway's side, e.g. after the pty was re-plugged. A plain non-blocking fd, not a
+   * SerialPort: the gateway's first byte must be seen within a millisecond (a serial port's reads go through
+   * the thread pool), or the second master would be let talk into a frame the gateway had already begun.
+   */
+  async attachGateway(): Promise<void> {
+    this.gw = openSync(this.gatewayEnd, constants.O_RDWR | constants.O_NOCTTY | constants.O_NONBLOCK);
+    clearInterval(this.poller);
+    this.poller = setInterval(() => this.pollGateway(), 1);
+  }
+
+  /** Takes in what the gateway has written so far. */
+  pollGateway(): void {
+    while (this.gw !== null) {
+      let n = 0;
+      try {
+        n = readSync(this.gw, this.rx);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') {
+          this.emptyAt = performance.now();
+          return;
+        }
+        this.detachGateway(); // EIO: the pty is gone (unplugged)
+        return;
+      }
+      if (n === 0) return;
+      this.fromSender('gateway', 'gateway', Buffer.from(this.rx.subarray(0, n)));
+    }
+  }
+
+  private detachGateway(): void {
+    clearInterval(this.poller);
+    if (this.gw !== null) {
+      try { closeSync(this.gw); } catch { /* gone */ }
+    }
+    this.gw = null;
+  }
+
+  private writeGateway(bytes: Buffer): void {
+    if (this.gw === null) return;
+    try {
+      writeSync(this.gw, bytes);
+    } catch {
+      this.detachGateway();
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.pumpTimer);
+    for (const t of this.timers) clearTimeout(t);
+    this.detachGateway();
+    await Promise.all(this.slaves.map((p) => new Promise<void>((r) => (p.isOpen ? p.close(() => r()) : r()))));
+  }
+
+  /** When the line went quiet (the end of the last frame; Infinity while a frame is on it) and who sent that frame. */
+  lastFrame(now = performance.now()): { quietSince: number; from: Sender | null } {
+    this.pollGateway();
+    let last: Tx | null = null;
+    for (const tx of this.txs) {
+      if (tx.end > now) return { quietSince: Infinity, from: tx.from };
+      if (!last || tx.end > last.end) last = tx;
+    }
+    return { quietSince: last?.end ?? 0, from: last?.from ?? null };
+  }
+
+  /** A frame from a sender that is not behind a pty (the second master). */
+  transmit(bytes: Buffer): void {
+    this.fromSender('master2', 'master2', bytes);
+  }
+
+  private fromSender(key: string, from: Sender, chunk: Buffer): void {
+    const now = performance.now();
+    const cur = this.current.get(key);
+    if (cur && now <= cur.end + this.charMs) {
+      // The rest of a frame the pty handed over in pieces.
+      const first = cur.bytes.length;
+      cur.bytes = Buffer.concat([cur.bytes, chunk]);
+      cur.end += chunk.length * this.charMs;
+      if (from === 'gateway') this.deliverToSlaves(cur);
+      else this.hear(cur, first);
+      return;
+    }
+    let bytes = chunk;
+    const counted = from === 'gateway' || (from === 'slave' && this.faultOn === 'all');
+    if (counted && this.fault && ++this.frameNo % this.every === 0) {
+      const changed = this.fault(chunk, (from === 'gateway' ? 'request' : 'reply') satisfies Direction);
+      if (changed) {
+        bytes = changed;
+        this.stats.faulted++;
+      }
+    }
+    const tx: Tx = { from, bytes, start: now, end: now + bytes.length * this.charMs, garbledFrom: null };
+    if (from === 'gateway') this.judgeGateway(tx);
+    for (const other of this.txs) {
+      if (other.end <= now) continue;
+      other.garbledFrom = Math.min(other.garbledFrom ?? Infinity, now);
+      tx.garbledFrom = now;
+      if (from !== 'gateway') this.stats.otherCollisions++;
+    }
+    this.trace?.push(`${now.toFixed(2)} ${from} ${bytes.toString('hex')}${tx.garbledFrom !== null ? ' COLLIDED' : ''}`);
+    this.txs = this.txs.filter((t) => t.end > now - 2000);
+    this.txs.push(tx);
+    this.current.set(key, tx);
+    if (from === 'gateway') {
+      this.stats.gatewayFrames++;
+      this.deliverToSlaves(tx);
+    } else {
+      this.hear(tx, 0);
+      if (from === 'master2') this.deliverToSlaves(tx);
+    }
+  }
+
+  /**
+   * Did the gateway start less than t3.5 after a byte it had heard, of a frame begun t3.5 before? Its frame
+   * began somewhere between the last empty read of its side and now (this process may itself have been held
+   * up by the scheduler), so only bytes handed over at least a character time before that empty read are
+   * sure to have been heard, and the gap is counted up to now (the latest it can have started).
+   */
+  private judgeGateway(tx: Tx): void {
+    const g = tx.start;
+    const heardBy = Math.min(this.emptyAt, g) - this.charMs;
+    let fresh = false;
+    for (let i = this.delivered.length - 1; i >= 0; i--) {
+      const d = this.delivered[i]!;
+      if (d.at > heardBy) {
+        fresh = true;
+        continue;
+      }
+      const gap = g - d.at;
+      if (this.stats.gaps.length < 20_000) this.stats.gaps.push(gap);
+      if (gap < this.t35 && g - d.firstAt >= this.t35) this.stats.gatewayViolations.push({ gapMs: gap, other: d.from, sinceFirstMs: g - d.firstAt, bytes: d.bytes });
+      else if (fresh || gap < this.t35) this.stats.otherCollisions++; // began as the gateway did: nobody can avoid that
+      return;
+    }
+  }
+
+  /** Slaves get a whole request t3.5 after its last byte (garbled where it overlapped another frame). */
+  private deliverToSlaves(tx: Tx): void {
+    if (tx.delivery) {
+      clearTimeout(tx.delivery);
+      this.timers.delete(tx.delivery);
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      const out = Buffer.from(tx.bytes);
+      if (tx.garbledFrom !== null) for (let i = 0; i < out.length; i++) if (tx.start + (i + 1) * this.charMs > tx.garbledFrom) out[i] = garble(out[i]!);
+      for (const s of this.slaves) if (s.isOpen) s.write(out);
+      this.trace?.push(`  ${performance.now().toFixed(2)} -> slaves ${out.toString('hex')}`);
+    }, Math.max(0, tx.end + this.t35 - performance.now()));
+    tx.delivery = timer;
+    this.timers.add(timer);
+  }
+
+  /** The gateway hears bytes from `index` on as they would arrive on the line. */
+  private hear(tx: Tx, index: number): void {
+    for (let i = index; i < tx.bytes.length; i++) this.queue.push({ at: tx.start + (i + 1) * this.charMs, tx, index: i });
+    this.queue.sort((a, b) => a.at - b.at);
+    this.pump();
+  }
+
+  private pump(): void {
+    clearTimeout(this.pumpTimer);
+    this.pollGateway(); // a frame the gateway has begun collides with the bytes handed over now
+    const now = performance.now();
+    const due: number[] = [];
+    let last: Tx | null = null;
+    while (this.queue.length > 0 && this.queue[0]!.at <= now) {
+      const { tx, index } = this.queue.shift()!;
+      const byte = tx.bytes[index]!;
+      due.push(tx.garbledFrom !== null && tx.start + (index + 1) * this.charMs > tx.garbledFrom ? garble(byte) : byte);
+      tx.handedAt ??= now;
+      tx.handed = (tx.handed ?? 0) + 1;
+      last = tx;
+    }
+    if (last && this.gw !== null) {
+      this.writeGateway(Buffer.from(due));
+      this.delivered.push({ at: now, from: last.from, firstAt: last.handedAt!, bytes: last.handed! });
+      this.trace?.push(`  ${now.toFixed(2)} -> gateway ${Buffer.from(due).toString('hex')}`);
+      if (this.delivered.length > 256) this.delivered = this.delivered.slice(-64);
+    }
+    if (this.queue.length > 0) this.pumpTimer = setTimeout(() => this.pump(), Math.max(0, this.queue[0]!.at - performance.now()));
+  }
+}

@@ -1,0 +1,52 @@
+/** What the gateway makes of another master's traffic heard between its own transactions. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { crc16, endsWithRequest, LineListener } from '../../src/drivers/modbus/line-listener.js';
+
+const frame = (...body: number[]): Buffer => {
+  const out = Buffer.alloc(body.length + 2);
+  out.set(body);
+  out.writeUInt16LE(crc16(Buffer.from(body)), body.length);
+  return out;
+};
+const readReq = frame(2, 3, 0, 10, 0, 10);
+const readAnswer = frame(2, 3, 4, 0xa0, 0x2a, 0xa0, 0x2b);
+const writeReq = frame(2, 6, 0, 5, 0, 7);
+
+test('crc16 is the Modbus one', () => {
+  assert.equal([...frame(1, 3, 0, 0, 0, 10)], [1, 3, 0, 0, 0, 10, 0xc5, 0xcd]);
+});
+
+test('requests are recognised at the end of what was heard (FC 1-6 and 15/16), answers are not', () => {
+  assert.ok(endsWithRequest(readReq));
+  assert.ok(endsWithRequest(Buffer.concat([readAnswer, readReq])), 'a request right after an answer, no gap between');
+  assert.ok(endsWithRequest(frame(2, 16, 0, 0, 0, 2, 4, 0, 1, 0, 2)));
+  assert.ok(endsWithRequest(frame(2, 15, 0, 0, 0, 9, 2, 0xff, 0x01)));
+  assert.not.ok(endsWithRequest(readAnswer));
+  assert.not.ok(endsWithRequest(readReq.subarray(0, 7)), 'not before its last byte');
+});
+
+test('a request heard holds the line until its answer begins, or its timeout passed', () => {
+  const l = new LineListener(4);
+  l.heard(readReq.subarray(0, 3), 100, 300);
+  assert.is(l.answerPendingUntil(), 0);
+  l.heard(readReq.subarray(3), 101, 300);
+  assert.is(l.answerPendingUntil(), 401, 'pending until the response timeout');
+  l.heard(readAnswer.subarray(0, 5), 140, 300);
+  assert.is(l.answerPendingUntil(), 0, 'its answer has begun: t3.5 after its last byte is enough again');
+  l.heard(readAnswer.subarray(5), 141, 300);
+  assert.is(l.answerPendingUntil(), 0);
+  // An FC6 answer echoes the request: it is the answer, not a new request.
+  l.heard(writeReq, 200, 300);
+  assert.is(l.answerPendingUntil(), 500);
+  l.heard(writeReq, 230, 300);
+  assert.is(l.answerPendingUntil(), 0);
+  // A request nobody answers: pending until its timeout; what comes after that is a new frame.
+  l.heard(readReq, 300, 300);
+  l.heard(readReq, 700, 300);
+  assert.is(l.answerPendingUntil(), 1000);
+  l.reset();
+  assert.is(l.answerPendingUntil(), 0, 'our own transaction takes the line');
+});
+
+test.run();

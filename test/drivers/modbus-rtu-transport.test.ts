@@ -1,0 +1,163 @@
+/**
+ * The RTU transport on a socat pty pair, with this test playing the line at the other end: an answer that
+ * stops short or comes from another unit fails as a corrupt frame as soon as the line goes quiet (not after
+ * the timeout); bytes heard before a request are never taken for its answer; every byte heard is stamped;
+ * another master's request holds the line until its answer begins.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SerialPort } from 'serialport';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { classify } from '../../src/drivers/modbus/errors.js';
+import { crc16 } from '../../src/drivers/modbus/line-listener.js';
+import { RtuTransport } from '../../src/drivers/modbus/rtu-transport.js';
+import { WireGarbled } from '../../src/drivers/modbus/transport.js';
+import { rigUnavailable, sleep, waitFor } from './modbus-rig.js';
+
+const why = rigUnavailable();
+if (why) console.log(`SKIP: RTU transport tests: ${why}`);
+
+/** An FC3 answer of one register from `unit`. */
+function answer(unit: number, value: number): Buffer {
+  const body = Buffer.from([unit, 3, 2, value >> 8, value & 0xff]);
+  const out = Buffer.alloc(7);
+  body.copy(out);
+  out.writeUInt16LE(crc16(body), 5);
+  return out;
+}
+
+/** The transport on one end of a pty pair; `line` is the other end; `onRequest` answers each request. */
+async function withLine(fn: (t: RtuTransport, line: SerialPort, answerWith: (f: (req: Buffer) => Buffer | null) => void, linePath: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'sg-transport-'));
+  const [a, b] = [join(dir, 'a'), join(dir, 'b')];
+  let socat: ChildProcess | null = null;
+  const transport = new RtuTransport({ path: a, baudRate: 9600, parity: 'none', dataBits: 8, stopBits: 1 });
+  let line: SerialPort | null = null;
+  try {
+    socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
+    await waitFor('socat links', () => existsSync(a) && existsSync(b), 5000);
+    line = await new Promise<SerialPort>((resolve, reject) => {
+      const p = new SerialPort({ path: b, baudRate: 9600, autoOpen: false });
+      p.open((err) => (err ? reject(err) : resolve(p)));
+    });
+    let reply: (req: Buffer) => Buffer | null = () => null;
+    const port = line;
+    port.on('data', (req: Buffer) => {
+      const out = reply(req);
+      if (out) port.write(out);
+    });
+    await transport.open();
+    await fn(transport, port, (f) => (reply = f), b);
+  } finally {
+    await transport.close();
+    await new Promise<void>((r) => (line?.isOpen ? line.close(() => r()) : r()));
+    socat?.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const read = { fc: 3 as const, address: 0, count: 1 };
+
+/** The event loop held up (a GC pause, a busy CPU): nothing is read meanwhile. */
+function holdUp(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) { /* busy */ }
+}
+
+test('an answer cut short, or from another unit, fails as a corrupt frame once the line is quiet, not after the timeout', async () => {
+  if (why) return;
+  await withLine(async (t, _line, answerWith) => {
+    answerWith(() => answer(1, 7).subarray(0, 6)); // the last CRC byte is lost
+    let t0 = performance.now();
+    let err = await t.request(1, read, 1000).catch((e: unknown) => e);
+    assert.instance(err, WireGarbled);
+    assert.ok(performance.now() - t0 < 400, `failed after ${(performance.now() - t0).toFixed(0)} ms (timeout 1000 ms)`);
+    assert.is(classify(err, 1, 'rs485').kind, 'crc', 'a corrupt frame: retried and drained like a CRC error');
+
+    answerWith(() => answer(2, 7)); // a valid frame, but unit 2's
+    t0 = performance.now();
+    err = await t.request(1, read, 1000).catch((e: unknown) => e);
+    assert.instance(err, WireGarbled);
+    assert.ok(performance.now() - t0 < 400);
+
+    answerWith(() => answer(1, 7));
+    assert.equal(await t.request(1, read, 1000), [7], 'a whole answer still resolves');
+  });
+});
+
+test('an answer that follows another frame is not trusted; a glitch byte stuck to the front of one is skipped', async () => {
+  if (why) return;
+  await withLine(async (t, line, answerWith) => {
+    // Another master's request ended just as ours went out (its tail is heard), and its answer comes next:
+    // same unit, function and length as ours would be.
+    answerWith(() => {
+      line.write(Buffer.from([0x00, 0x0a, 0x00, 0x0a, 0xe5, 0xcf]));
+      setTimeout(() => line.write(answer(1, 41000)), 20);
+      return null;
+    });
+    const err = await t.request(1, read, 1000).catch((e: unknown) => e);
+    assert.instance(err, WireGarbled);
+    assert.match((err as Error).message, /after another frame/);
+    await sleep(50);
+
+    answerWith(() => Buffer.concat([Buffer.from([0x00]), answer(1, 8)]));
+    assert.equal(await t.request(1, read, 1000), [8]);
+  });
+});
+
+test('an answer that was on its way before the request (read late: the loop was held up) is not taken for its answer', async () => {
+  if (why) return;
+  await withLine(async (t, line, answerWith, linePath) => {
+    // A line that answers like a real one: 30 ms after the request.
+    answerWith(() => {
+      setTimeout(() => line.write(answer(1, 5)), 30);
+      return null;
+    });
+    for (let i = 0; i < 5; i++) assert.equal(await t.request(1, read, 1000), [5]);
+    answerWith(() => null);
+    // Another master's answer comes in while the gateway is held up, so it is read only after the request went out.
+    writeFileSync(linePath, answer(1, 41000));
+    holdUp(20);
+    const err = await t.request(1, read, 1000).catch((e: unknown) => e);
+    assert.instance(err, WireGarbled);
+    assert.match((err as Error).message, /on its way before the request/);
+  });
+});
+
+test('bytes heard before a request (another master\'s traffic) are never taken for its answer; every byte is stamped', async () => {
+  if (why) return;
+  await withLine(async (t, line, answerWith) => {
+    const before = performance.now();
+    line.write(answer(1, 111)); // someone else's transaction, heard while idle
+    await waitFor('the stray answer heard', () => t.lastRxAt() > before, 2000);
+    await sleep(20);
+    answerWith(() => answer(1, 222));
+    assert.equal(await t.request(1, read, 1000), [222]);
+
+    // Another master's request heard while idle: the line is not free until its answer begins.
+    const request = Buffer.from([1, 3, 0, 10, 0, 10, 0, 0]);
+    request.writeUInt16LE(crc16(request.subarray(0, 6)), 6);
+    line.write(request);
+    await waitFor('the foreign request heard', () => t.answerPendingUntil() > performance.now(), 2000);
+    assert.ok(t.answerPendingUntil() - performance.now() <= 1000, 'for at most our own timeout');
+    line.write(answer(1, 5));
+    await waitFor('its answer heard', () => t.answerPendingUntil() === 0, 2000);
+  });
+});
+
+test('what came while the event loop was held up is read at once, before the next request could take it', async () => {
+  if (why) return;
+  await withLine(async (t, _line, _answerWith, linePath) => {
+    await sleep(20);
+    assert.is(t.takePending(), 0, 'nothing waiting');
+    writeFileSync(linePath, answer(1, 9));
+    holdUp(20); // socat forwards it meanwhile; no I/O turn lets the port read it first
+    assert.is(t.takePending(), 7);
+    assert.ok(performance.now() - t.lastRxAt() < 50, 'heard');
+  });
+});
+
+test.run();
