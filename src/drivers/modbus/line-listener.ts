@@ -65,6 +65,11 @@ export class LineListener {
     this.pendingUntil = 0;
   }
 
+  /** When bytes were last heard outside our own transactions (-Infinity: never). */
+  lastHeardAt(): number {
+    return this.lastAt;
+  }
+
   /** Until when another master's request may still be answered (0: none pending). */
   answerPendingUntil(): number {
     return this.pendingUntil;

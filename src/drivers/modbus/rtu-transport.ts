@@ -14,6 +14,13 @@ import { ClientTransport, WireGarbled, type Client, type RtuOptions, type WireRe
 type BufferedPort = EventEmitter & { _buffer?: Buffer; _client?: EventEmitter & { port?: { fd?: number | null } } };
 const bufferedPortOf = (client: Client | null): BufferedPort | undefined => (client as unknown as { _port?: BufferedPort } | null)?._port;
 
+/**
+ * The round-trip check below only runs while the line has other traffic: on a line where nothing was heard
+ * outside our own transactions for this long there is no other master whose answer could be taken, and a
+ * round trip that is only short (a pty, a busy CPU making the usual one long) must not fail a good answer.
+ */
+export const FOREIGN_TRAFFIC_MS = 60_000;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class RtuTransport extends ClientTransport {
@@ -154,14 +161,16 @@ export class RtuTransport extends ClientTransport {
    * An answer faster than the request itself takes on the wire, and than a quarter of this unit's usual
    * round trip, was on its way before the request was: the gateway was held up (a GC pause, a busy CPU)
    * while another master's answer came in, then read it after writing its own request. (Both bounds: on a
-   * real line the first holds, over a pty the second.)
+   * real line the first holds, over a pty the second.) Only while another master was heard lately
+   * (FOREIGN_TRAFFIC_MS): alone on the line, no answer can be someone else's.
    */
   private checkRoundTrip(unit: number, req: WireRequest, rtt: number): void {
     const key = `${unit}:${req.fc}:${'count' in req ? req.count : 0}`;
     const recent = this.rtts.get(key) ?? [];
     const usual = recent.length >= 4 ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
     const requestBytes = req.fc === 15 ? 9 + Math.ceil(req.values.length / 8) : req.fc === 16 ? 9 + 2 * req.values.length : 8;
-    if (usual !== null && rtt < Math.min(requestBytes * this.charMs, usual / 4)) {
+    const shared = performance.now() - this.listener.lastHeardAt() < FOREIGN_TRAFFIC_MS;
+    if (shared && usual !== null && rtt < Math.min(requestBytes * this.charMs, usual / 4)) {
       throw new WireGarbled(`an answer ${rtt.toFixed(1)} ms after the request, where unit ${unit} takes ${usual.toFixed(0)} ms: it was on its way before the request (someone else's)`);
     }
     recent.push(rtt);
