@@ -151,6 +151,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       ],
     }));
 
+    // Serving: what only needs to follow start-up (discovery of every device) begins now, not before REST listens.
+    parts.ready();
     let stopped = false;
     return {
       shadow, io, drivers: buses.drivers, config: manager,

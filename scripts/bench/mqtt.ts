@@ -221,6 +221,7 @@ const viaMosquitto = (dir: string) => async (ctx: ExportContext): Promise<Target
     client.publish(topic, payload, { qos: 0, retain });
   });
   exporter.start([]);
+  exporter.republishDiscovery();
   return {
     name: 'Mosquitto 2 (reference)', port: broker.port,
     async stop() {

@@ -19,6 +19,11 @@ export interface Part<C = unknown> extends Lifecycle {
    * config is fixed until the next start, and a change to it is reported as needing a restart.
    */
   apply?(next: C, prev: C): Promise<string[]>;
+  /**
+   * Called once every part has started and the gateway serves: background work that must not hold the
+   * start back (Home Assistant discovery of a large fleet is ~0.5 s of CPU on this machine) begins here.
+   */
+  ready?(): void;
   /** Figures for /health/shadow and /metrics. */
   stats?(): Record<string, unknown>;
 }

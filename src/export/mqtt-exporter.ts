@@ -73,12 +73,14 @@ export class MqttExporter {
     return this.ctx.mqtt.homeassistant.enable ? { prefix: this.ctx.mqtt.homeassistant.prefix } : null;
   }
 
-  /** Publishes every device's state, availability and discovery; clears retained topics of devices that are gone. */
+  /**
+   * Publishes every device's state and availability; clears retained topics of devices that are gone.
+   * Discovery follows when the gateway is ready (republishDiscovery, from the part's ready()).
+   */
   start(retainedTopics: readonly string[]): void {
     const { bus } = this.ctx;
     for (const id of this.ctx.shadow.GetDeviceIds()) this.publishDevice(id, false);
     this.clearStale(retainedTopics);
-    this.republishDiscovery();
     bus.on(this, 'dataChange', (e) => {
       this.dirty.add(e.id);
       this.queue.push({ kind: 'data', event: e });

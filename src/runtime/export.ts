@@ -21,6 +21,8 @@ export type { ExportContext, MqttConfig, ShadowExportConfig, BridgeConfig, Point
 
 export interface ExportPart extends Part {
   stats(): Record<string, unknown>;
+  /** Starts Home Assistant discovery (in slices) once the gateway serves. */
+  ready(): void;
   /** Bound ports (0 when MQTT is disabled or before start). */
   readonly mqttPort: number;
   readonly wsPort: number;
@@ -117,6 +119,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
       }
     },
     stop: () => pieces.stopAll(),
+    ready: () => exporter?.republishDiscovery(),
     stats: () => ({
       broker: broker?.stats() ?? null,
       exporter: exporter?.stats() ?? null,
@@ -130,5 +133,6 @@ export function createExportPart(ctx: ExportContext): ExportPart {
 export async function startExport(ctx: ExportContext): Promise<ExportPart> {
   const part = createExportPart(ctx);
   await part.start();
+  part.ready();
   return part;
 }

@@ -21,6 +21,17 @@ export class PartList {
     this.started.push(part);
   }
 
+  /** Every part has started: each part's background start-up work begins (Part.ready). */
+  ready(): void {
+    for (const part of this.started) {
+      try {
+        part.ready?.();
+      } catch (err) {
+        this.log.error({ err, part: part.name }, 'ready failed');
+      }
+    }
+  }
+
   async stopAll(): Promise<void> {
     for (const part of this.started.splice(0).reverse()) {
       try {

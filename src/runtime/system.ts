@@ -59,7 +59,7 @@ export function createSystem(opts: SystemOptions): SystemService {
         node: process.version,
         uptime_s: Math.round(process.uptime()),
         clock: { synchronized, now: new Date(opts.clock.now()).toISOString() },
-        memory: { rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal },
+        memory: { rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, arrayBuffers: mem.arrayBuffers },
         disk,
         ...opts.parts(),
       };

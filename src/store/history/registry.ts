@@ -3,8 +3,8 @@
  *
  * One JSON line per change in `series.jsonl`. Ids are never reused: a deleted device's old blocks
  * keep their ids, so a device added again with the same name starts from an empty history instead
- * of inheriting the old one. The file is rewritten compactly on open (temp + fsync + rename), which
- * also drops a torn last line.
+ * of inheriting the old one. The file is rewritten compactly on open (temp + fsync + rename) when it
+ * holds deleted series or a torn last line (dropped then).
  */
 import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -42,14 +42,25 @@ export class SeriesRegistry {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err }, 'history: series registry unreadable');
     }
+    let records = 0;
+    let torn = false;
     for (const line of text.split('\n')) {
       if (!line) continue;
       if (!reg.apply(line)) {
         log.warn('history: series registry ends with a torn line; dropped');
+        torn = true;
         break;
       }
+      records++;
     }
-    await reg.rewrite();
+    // Rewritten only when it holds more than its live series (deleted ones, several `next` lines) or a torn or
+    // unterminated line: rewriting 100k compact lines at every start was ~5 MB and an fsync of flash per boot.
+    if (torn || (text !== '' && !text.endsWith('\n')) || records !== reg.byId.size + 1) {
+      await reg.rewrite();
+    } else {
+      reg.fileBytes = Buffer.byteLength(text);
+      reg.lines = records;
+    }
     return reg;
   }
 
