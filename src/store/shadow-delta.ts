@@ -45,6 +45,9 @@ class Writer {
 /** What was last persisted, per ordinal: the delta is the difference to it. */
 export class DeltaTracker {
   structureSeq = -1;
+  /** The structureSeq the slot maps below were built for (kept when invalidate() forgets what was persisted). */
+  private slotsSeq = -1;
+  private slotsOf: Shadow | null = null;
   private devSlots = new Int32Array(0);
   private ptSlots = new Int32Array(0);
   private ptDev = new Int32Array(0);
@@ -71,6 +74,25 @@ export class DeltaTracker {
   /** Called with the encode of a full generation (same tick): everything in the table is now "persisted". */
   rebase(shadow: Shadow): void {
     const t = shadow.table;
+    // The ordinals depend on the structure only: rebuilt when it changed, not at every full generation (their
+    // number[] copies were ~2–4 MB of short-lived heap for 100k points, promoted by a 1 MB young generation).
+    if (this.slotsOf !== shadow || this.slotsSeq !== shadow.structureSeq) this.mapSlots(shadow);
+    const n = this.devSlots.length;
+    const m = this.ptSlots.length;
+    if (this.dUpd.length !== n) {
+      this.dUpd = new Float64Array(n); this.dVer = new Float64Array(n); this.dState = new Uint8Array(n); this.dDisc = new Uint32Array(n);
+    }
+    if (this.pNum.length !== m) {
+      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pWriteAt = new Float64Array(m); this.pFlags = new Uint8Array(m);
+      this.pStr = new Array<string | undefined>(m);
+    }
+    for (let i = 0; i < n; i++) this.keepDevice(t, i);
+    for (let k = 0; k < m; k++) this.keepPoint(t, k);
+    this.structureSeq = shadow.structureSeq;
+  }
+
+  private mapSlots(shadow: Shadow): void {
+    const t = shadow.table;
     const devs: number[] = [];
     const pts: number[] = [];
     const ptDev: number[] = [];
@@ -85,18 +107,8 @@ export class DeltaTracker {
     this.devSlots = Int32Array.from(devs);
     this.ptSlots = Int32Array.from(pts);
     this.ptDev = Int32Array.from(ptDev);
-    const n = devs.length;
-    const m = pts.length;
-    if (this.dUpd.length !== n) {
-      this.dUpd = new Float64Array(n); this.dVer = new Float64Array(n); this.dState = new Uint8Array(n); this.dDisc = new Uint32Array(n);
-    }
-    if (this.pNum.length !== m) {
-      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pWriteAt = new Float64Array(m); this.pFlags = new Uint8Array(m);
-      this.pStr = new Array<string | undefined>(m);
-    }
-    for (let i = 0; i < n; i++) this.keepDevice(t, i);
-    for (let k = 0; k < m; k++) this.keepPoint(t, k);
-    this.structureSeq = shadow.structureSeq;
+    this.slotsSeq = shadow.structureSeq;
+    this.slotsOf = shadow;
   }
 
   /**

@@ -5,7 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { judgeEld, judgeFds, judgeRss } from '../../scripts/reliability/soak/checks.js';
+import { judgeEld, judgeFds, judgeRss, type Sample } from '../../scripts/reliability/soak/checks.js';
+import { soakRow, type SoakRun } from '../../scripts/reliability/soak/report.js';
 import { unitNodeFlags } from '../../scripts/reliability/soak/gateway.js';
 import { soak } from '../../scripts/reliability/soak.js';
 import { formatTable } from '../../scripts/reliability/table.js';
@@ -27,6 +28,26 @@ test('verdicts: a flat series passes, a drifting one misses', () => {
   assert.not.ok(eld([10, 10, 11, 12, 14, 16, 18, 20, 22, 24]).ok);
   assert.not.ok(judgeEld([{ eld: null }, { eld: null }]).ok, 'no figures is no pass');
   assert.is(judgeEld([{ eld: { p99: 0, max: 0 } }, { eld: { p99: 5, max: 9 } }]).n, 1, 'zeros: no window completed yet');
+});
+
+test('a soak without its load (a capacity of 0 measured) is a MISS, not a pass', () => {
+  const sample = (t: number, k: number): Sample => ({
+    t, rss: 200 * MiB, fds: 40, cpu: t / 2, loadCpu: t / 4, heapUsed: 60 * MiB, heapTotal: 70 * MiB, eld: { p99: 5 + (k % 2), max: 9 + k },
+    eldRun: { p99: 6, max: 20 }, historySamples: 10_000 * t, historyDropped: 0, exported: 2_000 * t,
+  });
+  const run = (sets: number): SoakRun => ({
+    seconds: 100, intervalS: 10, how: 'test', capacity: { rest: 1000, restP99: 5, sets },
+    first: sample(0, 0), samples: Array.from({ length: 10 }, (_, i) => sample(10 * (i + 1), i)), elapsed: 100,
+    rest: { ok: 50_000, failed: 0, behind: 0, firstFailure: null },
+    sets: { ok: 100 * sets / 2, failed: 0, inFlight: 0, behind: 0, firstFailure: null },
+    subscriber: { msgs: 200_000, alive: true }, died: null,
+    log: { errors: 0, errorsAtStop: 0, warnings: 0, lines: 10, firstErrors: [], stderrHead: '' },
+    stop: { code: 0, signal: null, ms: 200, clean: true },
+  });
+  assert.ok(soakRow(run(100)).ok, soakRow(run(100)).note);
+  const none = soakRow(run(0));
+  assert.not.ok(none.ok);
+  assert.match(none.note ?? '', 'no load to serve');
 });
 
 test('the gateway runs with the node flags of the systemd unit', () => {

@@ -169,4 +169,40 @@ test('a save that would only move update times waits up to a minute; a value cha
   });
 });
 
+test('full generations again and again, then a new device: every restore is exactly the last save', async () => {
+  await withDir(async (dir) => {
+    const now = { t: Date.UTC(2026, 0, 1) };
+    const shadow = fleet(now, 5, 5);
+    poll(shadow, now, 5, 5, 4, 0);
+    const store = await openShadowStore({ dir, log: silentLogger });
+    await store.load();
+    await store.saveShadow(shadow, now.t);
+    // Deltas until the journal is long enough for a second and a third full generation (same structure).
+    for (let round = 1; store.fullSaves < 3 && round < 200; round++) {
+      poll(shadow, now, 5, 5, 4, round);
+      await store.saveShadow(shadow, now.t);
+    }
+    assert.is(store.fullSaves, 3);
+    poll(shadow, now, 5, 5, 4, 500);
+    await store.saveShadow(shadow, now.t);
+    same((await (await openShadowStore({ dir, log: silentLogger })).load()).snapshot!, takeSnapshot(shadow, now.t));
+    // A device deleted and another added: a new structure, and the deltas after it name the new ordinals.
+    shadow.DeleteDevice('dev-1');
+    shadow.AddDevice('dev-new', 'm', TTL, { points: Array.from({ length: 5 }, (_, i) => ({ name: `q${i}` })) });
+    await store.saveShadow(shadow, now.t);
+    assert.is(store.fullSaves, 4);
+    for (let round = 600; round < 603; round++) {
+      poll(shadow, now, 1, 5, 4, round); // dev-0 only
+      shadow.SetDevicePoints('dev-new', { q0: round, q4: `t${round}` });
+      shadow.SetDevicePoints('dev-4', { p2: round / 8 });
+      await store.saveShadow(shadow, now.t);
+    }
+    assert.is(store.fullSaves, 4, 'the changes after the new device went to the journal');
+    const loaded = await (await openShadowStore({ dir, log: silentLogger })).load();
+    assert.equal(loaded.problems, []);
+    assert.match(loaded.source, /\+ 3 journal deltas/);
+    same(loaded.snapshot!, takeSnapshot(shadow, now.t));
+  });
+});
+
 test.run();

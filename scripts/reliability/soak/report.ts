@@ -52,7 +52,9 @@ export function soakRow(r: SoakRun): Row {
   const setTarget = r.capacity.sets / 2;
   const restRate = r.rest.ok / r.elapsed;
   const setRate = r.sets.ok / r.elapsed;
-  const served = restRate >= GOAL.served * restTarget && setRate >= GOAL.served * setTarget;
+  // No capacity measured is no load to serve: a soak without its REST or set load must not pass.
+  const loaded = restTarget > 0 && setTarget > 0;
+  const served = loaded && restRate >= GOAL.served * restTarget && setRate >= GOAL.served * setTarget;
   const failed = r.rest.failed + r.sets.failed;
   const last = r.samples.at(-1) ?? r.first;
   const dt = Math.max(last.t, 1);
@@ -76,7 +78,8 @@ export function soakRow(r: SoakRun): Row {
       `outside: ${outside(settled, rss.mean)})`,
     settled.length >= 2 && !eld.ok && `event-loop p99 ${eld.first.toFixed(1)} → ${eld.last.toFixed(1)} ms (${(eld.last / eld.first).toFixed(2)}×, ${eld.n} windows)`,
     settled.length >= 2 && !fds.ok && `fds spread ${fds.min}–${fds.max}`,
-    !served && `load not served: REST ${int(restRate)} of ${int(restTarget)} req/s (${int(r.rest.behind)} behind), set ${int(setRate)} of ${int(setTarget)}/s (${int(r.sets.behind)} behind)`,
+    !loaded && `no load to serve: capacity measured REST ${int(r.capacity.rest)} req/s, MQTT set ${int(r.capacity.sets)}/s`,
+    loaded && !served && `load not served: REST ${int(restRate)} of ${int(restTarget)} req/s (${int(r.rest.behind)} behind), set ${int(setRate)} of ${int(setTarget)}/s (${int(r.sets.behind)} behind)`,
     !fed && `# subscriber ${r.subscriber.alive ? 'connected' : 'gone'}, got ${int(r.subscriber.msgs)} messages while the exporter published ${int(exported)}`,
     failed > 0 && `${r.rest.failed} REST failed (${r.rest.firstFailure}), ${r.sets.failed} sets failed (${r.sets.firstFailure})`,
     !r.died && r.log.errors > 0 && `${r.log.errors} error lines (${r.log.errorsAtStop} after SIGTERM), first: ${r.log.firstErrors.join(' | ')}`,

@@ -3,42 +3,55 @@
  * rollups and a footer index. Written to a temp file, fsynced, then renamed, so a crash leaves either
  * the old log or the whole sealed segment, never half of one. Series deleted meanwhile are dropped.
  */
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlockWriter } from './block-writer.js';
 import { HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, checkBlock, decodeSamples, emptySamples, parseHeader, type Samples } from './format.js';
 import { FOOTER_ENTRY, FOOT_MAGIC, SEG_MAGIC, TRAILER } from './segment.js';
-import { readAt, writeAt } from './scan.js';
+import { writeAt } from './scan.js';
+import { TurnBudget } from '../../util/turn-budget.js';
 
 /** Returns false when the log held no live data (then nothing is written). */
-export async function compactLog(logPath: string, outPath: string, isLive: (series: number) => boolean): Promise<boolean> {
+export async function compactLog(logPath: string, outPath: string, isLive: (series: number) => boolean,
+  scratch: SealScratch = { buf: null }): Promise<boolean> {
   // The log is read whole (≤ segmentBytes) and only its blocks are indexed; each series' samples are decoded
   // when that series is written. Decoding the whole log first (an object and arrays per series, then flat
   // arrays of every sample) was a 30–100 MB heap spike at each seal of a 1,000 × 100 fleet (issue 16).
   const src = await open(logPath, 'r');
   let log: Buffer;
   try {
-    log = await readAt(src, 0, (await src.stat()).size);
+    log = await readLog(src, scratch);
   } finally {
     await src.close();
   }
-  const offsets: number[] = [];
-  const series: number[] = [];
-  const kinds: number[] = [];
-  for (let pos = 0; pos + HEADER_BYTES <= log.length;) {
+  // Every loop below yields to the event loop every few ms (util/turn-budget.ts): a seal of an 8 MiB log is
+  // 0.2–0.5 s of work on a fast x86 core, more on a Pi, and it held the loop for 60–100 ms at a time between
+  // its writes (a bench of an 8.4 MiB fleet-F log; up to 170 ms in the soak's CPU profile).
+  const budget = new TurnBudget();
+  const index = scratch.index ?? (scratch.index = new BlockIndex());
+  index.n = 0;
+  for (let pos = 0, blocks = 0; pos + HEADER_BYTES <= log.length; blocks++) {
+    if (blocks % 1024 === 0) await budget.maybeYield();
     const meta = parseHeader(log, pos);
     if (!meta || pos + HEADER_BYTES + meta.payloadLen > log.length || !checkBlock(log, pos, meta)) break; // a torn tail
-    if (isLive(meta.series) && (meta.kind === KIND_NUM || meta.kind === KIND_STR)) {
-      offsets.push(pos);
-      series.push(meta.series);
-      kinds.push(meta.kind);
-    }
+    if (isLive(meta.series) && (meta.kind === KIND_NUM || meta.kind === KIND_STR)) index.push(pos, meta.series, meta.kind);
     pos += HEADER_BYTES + meta.payloadLen;
   }
-  if (!offsets.length) return false;
+  if (!index.n) return false;
+  const offsets = index.offsets.subarray(0, index.n);
+  const series = index.series.subarray(0, index.n);
+  const kinds = index.kinds.subarray(0, index.n);
   // Blocks grouped by (series, kind), in the order they were written.
   const order = groupOrder(series, kinds, offsets);
+  await budget.maybeYield();
+  // The footer is built as the blocks go out: an entry object per block kept to the end was ~30k objects
+  // living through the whole seal (promoted, then old-space garbage).
+  const foot = new FooterBytes();
+  const drain = (writer: BlockWriter): void => {
+    for (const e of writer.entries) foot.add(e.series, e.kind, SEG_MAGIC.length + e.offset, e.len, e.count, e.minTs, e.maxTs);
+    writer.entries.length = 0;
+  };
 
   const tmp = `${outPath}.tmp`;
   const out = await open(tmp, 'w');
@@ -63,32 +76,26 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
         writer.addStr(s, ts, val as string[]);
       }
       if (writer.pending >= 1024 * 1024) {
+        drain(writer);
         const chunk = writer.take();
         await writeAt(out, chunk, pos);
         pos += chunk.length;
+      } else {
+        await budget.maybeYield();
       }
     }
+    drain(writer);
     const rest = writer.take();
     await writeAt(out, rest, pos);
     pos += rest.length;
 
-    const foot = Buffer.alloc(writer.entries.length * FOOTER_ENTRY);
-    writer.entries.forEach((e, i) => {
-      const p = i * FOOTER_ENTRY;
-      foot.writeUInt32LE(e.series, p);
-      foot.writeUInt32LE(e.kind, p + 4);
-      foot.writeDoubleLE(SEG_MAGIC.length + e.offset, p + 8);
-      foot.writeUInt32LE(e.len, p + 16);
-      foot.writeUInt32LE(e.count, p + 20);
-      foot.writeDoubleLE(e.minTs, p + 24);
-      foot.writeDoubleLE(e.maxTs, p + 32);
-    });
+    const footer = foot.bytes();
     const trailer = Buffer.alloc(TRAILER);
     trailer.writeDoubleLE(pos, 0);
-    trailer.writeUInt32LE(writer.entries.length, 8);
-    trailer.writeUInt32LE(crc32(foot), 12);
+    trailer.writeUInt32LE(foot.count, 8);
+    trailer.writeUInt32LE(crc32(footer), 12);
     FOOT_MAGIC.copy(trailer, 16);
-    await writeAt(out, Buffer.concat([foot, trailer]), pos);
+    await writeAt(out, Buffer.concat([footer, trailer]), pos);
     await out.sync();
   } catch (err) {
     await out.close().catch(() => {});
@@ -102,12 +109,88 @@ export async function compactLog(logPath: string, outPath: string, isLive: (seri
 }
 
 /**
+ * The buffer a seal reads its log into, kept from seal to seal by the store. A fresh 8 MiB buffer per seal
+ * outlived the seal's many young-generation collections, so it was freed only by a later full collection: RSS
+ * stepped by the log's size around a seal, a spike the reduced soak's ±5% band can catch; one kept buffer
+ * holds it flat.
+ */
+export interface SealScratch {
+  buf: Buffer | null;
+  /** The log's block index, kept likewise (≤ 131,072 blocks: ~1.2 MB). */
+  index?: BlockIndex;
+}
+
+/** Offset, series and kind of each block of the log, in typed columns that grow and are kept. */
+class BlockIndex {
+  n = 0;
+  offsets = new Uint32Array(4096);
+  series = new Uint32Array(4096);
+  kinds = new Uint8Array(4096);
+
+  push(offset: number, series: number, kind: number): void {
+    if (this.n === this.offsets.length) {
+      const grow = <T extends Uint32Array | Uint8Array>(a: T, b: T): T => (b.set(a as never), b);
+      const size = this.n * 2;
+      this.offsets = grow(this.offsets, new Uint32Array(size));
+      this.series = grow(this.series, new Uint32Array(size));
+      this.kinds = grow(this.kinds, new Uint8Array(size));
+    }
+    this.offsets[this.n] = offset;
+    this.series[this.n] = series;
+    this.kinds[this.n] = kind;
+    this.n++;
+  }
+}
+
+/** The footer's entries as bytes (FOOTER_ENTRY each, layout in segment.ts), appended as blocks are written. */
+class FooterBytes {
+  count = 0;
+  private buf = Buffer.allocUnsafe(64 * FOOTER_ENTRY);
+
+  add(series: number, kind: number, offset: number, len: number, count: number, minTs: number, maxTs: number): void {
+    const p = this.count * FOOTER_ENTRY;
+    if (p + FOOTER_ENTRY > this.buf.length) {
+      const next = Buffer.allocUnsafe(this.buf.length * 2);
+      this.buf.copy(next, 0, 0, p);
+      this.buf = next;
+    }
+    const b = this.buf;
+    b.writeUInt32LE(series, p);
+    b.writeUInt32LE(kind, p + 4);
+    b.writeDoubleLE(offset, p + 8);
+    b.writeUInt32LE(len, p + 16);
+    b.writeUInt32LE(count, p + 20);
+    b.writeDoubleLE(minTs, p + 24);
+    b.writeDoubleLE(maxTs, p + 32);
+    this.count++;
+  }
+
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.count * FOOTER_ENTRY);
+  }
+}
+
+async function readLog(fh: FileHandle, scratch: SealScratch): Promise<Buffer> {
+  const size = (await fh.stat()).size;
+  // A log may run a little past segmentBytes (it rolls after the flush that crosses it): room to spare.
+  if (!scratch.buf || scratch.buf.length < size) scratch.buf = Buffer.allocUnsafe(size + (size >> 3));
+  const buf = scratch.buf;
+  let got = 0;
+  while (got < size) {
+    const { bytesRead } = await fh.read(buf, got, size - got, got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return buf.subarray(0, got);
+}
+
+/**
  * Indices grouped by (series, kind), each group ordered by `times` (ties in arrival order). A counting
  * sort on the group key (O(n), typed arrays) and a sort only of the groups that arrived out of time order: a
  * comparison sort of a whole 8 MiB log (~600k samples) held the event loop for ~200 ms (issue 16's stall goal
  * is 50 ms).
  */
-export function groupOrder(series: readonly number[], kinds: readonly number[], times: readonly number[]): Uint32Array {
+export function groupOrder(series: ArrayLike<number>, kinds: ArrayLike<number>, times: ArrayLike<number>): Uint32Array {
   const n = series.length;
   let maxKey = 0;
   const keys = new Uint32Array(n);

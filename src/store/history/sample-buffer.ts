@@ -1,13 +1,13 @@
 /** Fixed-capacity write buffer (typed arrays): memory is set by config, never by uptime or traffic. */
-import { BlockWriter } from './block-writer.js';
 import type { Samples } from './format.js';
 
 export class SampleBuffer {
   length = 0;
-  private readonly series: Uint32Array;
-  private readonly ts: Float64Array;
-  private readonly num: Float64Array;
-  private readonly text: (string | undefined)[];
+  /** Columns of the samples [0, length): read by the flush (flush-blocks.ts), written only by push. */
+  readonly series: Uint32Array;
+  readonly ts: Float64Array;
+  readonly num: Float64Array;
+  readonly text: (string | undefined)[];
 
   constructor(readonly capacity: number) {
     this.series = new Uint32Array(capacity);
@@ -49,37 +49,5 @@ export class SampleBuffer {
       out.ts.push(t);
       out.val.push(this.text[i] ?? this.num[i]!);
     }
-  }
-
-  /** Encodes the buffer as one block per live series and kind, ready for a single append. */
-  encode(isLive: (series: number) => boolean): BlockWriter {
-    const groups = new Map<number, number[]>();
-    for (let i = 0; i < this.length; i++) {
-      const s = this.series[i]!;
-      let g = groups.get(s);
-      if (!g) groups.set(s, (g = []));
-      g.push(i);
-    }
-    const writer = new BlockWriter();
-    for (const [s, idx] of groups) {
-      if (!isLive(s)) continue;
-      const nts: number[] = [];
-      const nval: number[] = [];
-      const sts: number[] = [];
-      const sval: string[] = [];
-      for (const i of idx) {
-        const text = this.text[i];
-        if (text === undefined) {
-          nts.push(this.ts[i]!);
-          nval.push(this.num[i]!);
-        } else {
-          sts.push(this.ts[i]!);
-          sval.push(text);
-        }
-      }
-      if (nts.length) writer.addNum(s, nts, nval);
-      if (sts.length) writer.addStr(s, sts, sval);
-    }
-    return writer;
   }
 }

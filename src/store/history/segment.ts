@@ -52,16 +52,21 @@ export class LogSegment extends SegmentBase {
   }
 
   add(e: BlockEntry, base: number): void {
+    this.addBlock(e.series, e.kind, base + e.offset, e.len, e.minTs, e.maxTs);
+  }
+
+  /** One block at file offset `offset` (the flush indexes its blocks from columns, without an object each). */
+  addBlock(series: number, kind: number, offset: number, len: number, minTs: number, maxTs: number): void {
     if (this.n === this.series.length) this.grow();
     const i = this.n++;
-    this.series[i] = e.series;
-    this.kind[i] = e.kind;
-    this.offset[i] = base + e.offset;
-    this.len[i] = e.len;
-    this.bmin[i] = e.minTs;
-    this.bmax[i] = e.maxTs;
-    if (e.minTs < this.minTs) this.minTs = e.minTs;
-    if (e.maxTs > this.maxTs) this.maxTs = e.maxTs;
+    this.series[i] = series;
+    this.kind[i] = kind;
+    this.offset[i] = offset;
+    this.len[i] = len;
+    this.bmin[i] = minTs;
+    this.bmax[i] = maxTs;
+    if (minTs < this.minTs) this.minTs = minTs;
+    if (maxTs > this.maxTs) this.maxTs = maxTs;
   }
 
   /** Raw samples of one series from the first `upTo` blocks (a query's snapshot). */

@@ -6,7 +6,8 @@
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AggFunction, TimedValue } from './buckets.js';
-import { compactLog } from './compact.js';
+import { compactLog, type SealScratch } from './compact.js';
+import { FlushBlocks } from './flush-blocks.js';
 import { clampText, emptySamples } from './format.js';
 import { type Snapshot, aggregate, readRaw } from './reader.js';
 import { SeriesRegistry } from './registry.js';
@@ -43,6 +44,10 @@ class FileHistoryStore implements HistoryStore {
   private cur: SampleBuffer;
   private spare: SampleBuffer;
   private pending: SampleBuffer | null = null;
+  /** The flush's encoder, reused (flushes run one at a time on the queue). */
+  private readonly blocks = new FlushBlocks();
+  /** The buffer seals read their log into, kept (compact.ts); seals too run one at a time on the queue. */
+  private readonly sealScratch: SealScratch = { buf: null };
   private queue: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -227,8 +232,10 @@ class FileHistoryStore implements HistoryStore {
   }
 
   private async append(buf: SampleBuffer): Promise<void> {
-    const writer = buf.encode((id) => this.registry.isLive(id));
-    const data = writer.take();
+    // In slices across turns (flush-blocks.ts): `buf` stays the pending buffer meanwhile, so queries see it.
+    const blocks = this.blocks;
+    await blocks.build(buf, (id) => this.registry.isLive(id));
+    const data = blocks.data;
     if (!data.length) return;
     const { seg, fh } = await this.ensureActive();
     const pos = seg.bytes;
@@ -241,7 +248,9 @@ class FileHistoryStore implements HistoryStore {
     }
     // Index the blocks and release the pending buffer in one synchronous step: a query snapshot
     // must see each sample exactly once, either in memory or in the log.
-    for (const e of writer.entries) seg.add(e, pos);
+    for (let i = 0; i < blocks.count; i++) {
+      seg.addBlock(blocks.series[i]!, blocks.kind[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
+    }
     seg.bytes = pos + data.length;
     this.pending = null;
     this.counts.flushes++;
@@ -297,7 +306,7 @@ class FileHistoryStore implements HistoryStore {
   private async seal(seg: LogSegment): Promise<void> {
     const out = join(this.opts.dir, fileName(seg.seq, 'seg'));
     try {
-      const wrote = await compactLog(seg.path, out, (id) => this.registry.isLive(id));
+      const wrote = await compactLog(seg.path, out, (id) => this.registry.isLive(id), this.sealScratch);
       const sealed = wrote ? await SealedSegment.load(seg.seq, out) : null;
       if (wrote && !sealed) throw new Error('sealed segment failed verification');
       const i = this.sealed.indexOf(seg);

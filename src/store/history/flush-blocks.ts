@@ -1,0 +1,191 @@
+/**
+ * One flush of the sample buffer as log blocks (one per live series and kind), built into a buffer and
+ * index columns that are reused from flush to flush. Fleet F flushes ~50k samples of ~10k series every ~5 s:
+ * building them as a Map of arrays, a Buffer per block, an entry object per block and a concat took ~15
+ * young-generation collections per flush with the unit's 1 MB semi-space (what survived them was promoted and
+ * fed the old-space collections), in one synchronous stretch: 30–280 ms with GC in the soak's CPU profile.
+ * Here the samples are grouped by a counting sort on typed arrays, written straight into the reused buffer,
+ * and the work yields to the event loop every few ms (a bench of both on 50k samples: 8 ms against 19–31 ms,
+ * the longest stretch 8 ms against 43 ms, and ~15 fewer scavenges per flush).
+ */
+import { BlockWriter } from './block-writer.js';
+import { HEADER_BYTES, KIND_NUM, KIND_STR, MAX_DELTA, NUM_RECORD, sealHeader } from './format.js';
+import type { SampleBuffer } from './sample-buffer.js';
+import { TurnBudget } from '../../util/turn-budget.js';
+
+/** Groups between two looks at the clock (a group is a few µs: the clock is not read per sample). */
+const CHECK_EVERY = 64;
+
+export class FlushBlocks {
+  /** Blocks built by the last build(); their index columns below (offsets relative to `data`). */
+  count = 0;
+  series = new Uint32Array(1024);
+  kind = new Uint8Array(1024);
+  offset = new Float64Array(1024);
+  len = new Uint32Array(1024);
+  minTs = new Float64Array(1024);
+  maxTs = new Float64Array(1024);
+  private buf = Buffer.allocUnsafe(256 << 10);
+  private at = 0;
+  private starts = new Uint32Array(0);
+  private order = new Uint32Array(0);
+
+  /** The blocks' bytes: a view of the reused buffer, valid until the next build(). */
+  get data(): Buffer {
+    return this.buf.subarray(0, this.at);
+  }
+
+  /** Encodes every sample of `src` whose series is live; `src` must not change until this resolves. */
+  async build(src: SampleBuffer, isLive: (series: number) => boolean, budget = new TurnBudget()): Promise<void> {
+    this.count = 0;
+    this.at = 0;
+    const n = src.length;
+    if (n === 0) return;
+    const order = this.groupBySeries(src);
+    let groups = 0;
+    for (let a = 0; a < n;) {
+      const s = src.series[order[a]!]!;
+      let b = a + 1;
+      while (b < n && src.series[order[b]!] === s) b++;
+      if (isLive(s)) this.addGroup(src, order, a, b, s);
+      a = b;
+      if (++groups % CHECK_EVERY === 0) await budget.maybeYield();
+    }
+  }
+
+  /** Sample indices ordered by series, arrival order kept within a series (counting sort, O(n)). */
+  private groupBySeries(src: SampleBuffer): Uint32Array {
+    const n = src.length;
+    let max = 0;
+    for (let i = 0; i < n; i++) if (src.series[i]! > max) max = src.series[i]!;
+    if (this.starts.length < max + 2) this.starts = new Uint32Array(Math.max(max + 2, this.starts.length * 2));
+    if (this.order.length < n) this.order = new Uint32Array(Math.max(n, src.capacity));
+    const starts = this.starts;
+    starts.fill(0, 0, max + 2);
+    for (let i = 0; i < n; i++) starts[src.series[i]! + 1]!++;
+    for (let k = 1; k < max + 2; k++) starts[k]! += starts[k - 1]!;
+    const order = this.order;
+    for (let i = 0; i < n; i++) order[starts[src.series[i]!]!++] = i;
+    return order;
+  }
+
+  private addGroup(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number): void {
+    let nums = 0;
+    let strs = 0;
+    let nMin = Infinity, nMax = -Infinity, sMin = Infinity, sMax = -Infinity;
+    for (let j = a; j < b; j++) {
+      const i = order[j]!;
+      const t = src.ts[i]!;
+      if (src.text[i] === undefined) {
+        nums++;
+        if (t < nMin) nMin = t;
+        if (t > nMax) nMax = t;
+      } else {
+        strs++;
+        if (t < sMin) sMin = t;
+        if (t > sMax) sMax = t;
+      }
+    }
+    // Times more than ~49 days apart in one flush (a clock set back or forward) need several blocks: the
+    // general writer splits them. It never happens in steady running.
+    if (nums && nMax - nMin > MAX_DELTA) this.viaWriter(src, order, a, b, s, false);
+    else if (nums) this.numBlock(src, order, a, b, s, nums, nMin, nMax);
+    if (strs && sMax - sMin > MAX_DELTA) this.viaWriter(src, order, a, b, s, true);
+    else if (strs) this.strBlock(src, order, a, b, s, strs, sMin, sMax);
+  }
+
+  private numBlock(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, count: number, min: number, max: number): void {
+    const payload = count * NUM_RECORD;
+    const off = this.reserve(HEADER_BYTES + payload);
+    const buf = this.buf;
+    let p = off + HEADER_BYTES;
+    for (let j = a; j < b; j++) {
+      const i = order[j]!;
+      if (src.text[i] !== undefined) continue;
+      buf.writeUInt32LE(src.ts[i]! - min, p);
+      buf.writeDoubleLE(src.num[i]!, p + 4);
+      p += NUM_RECORD;
+    }
+    sealHeader(buf, off, KIND_NUM, s, count, payload, min);
+    this.index(KIND_NUM, s, off, HEADER_BYTES + payload, min, max);
+  }
+
+  private strBlock(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, count: number, min: number, max: number): void {
+    let payload = 0;
+    for (let j = a; j < b; j++) {
+      const text = src.text[order[j]!];
+      if (text !== undefined) payload += 6 + Buffer.byteLength(text);
+    }
+    const off = this.reserve(HEADER_BYTES + payload);
+    const buf = this.buf;
+    let p = off + HEADER_BYTES;
+    for (let j = a; j < b; j++) {
+      const i = order[j]!;
+      const text = src.text[i];
+      if (text === undefined) continue;
+      buf.writeUInt32LE(src.ts[i]! - min, p);
+      const len = buf.write(text, p + 6, 'utf8');
+      buf.writeUInt16LE(len, p + 4);
+      p += 6 + len;
+    }
+    sealHeader(buf, off, KIND_STR, s, count, payload, min);
+    this.index(KIND_STR, s, off, HEADER_BYTES + payload, min, max);
+  }
+
+  private viaWriter(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, text: boolean): void {
+    const ts: number[] = [];
+    const vals: (number | string)[] = [];
+    for (let j = a; j < b; j++) {
+      const i = order[j]!;
+      const t = src.text[i];
+      if ((t !== undefined) !== text) continue;
+      ts.push(src.ts[i]!);
+      vals.push(t ?? src.num[i]!);
+    }
+    const w = new BlockWriter();
+    if (text) w.addStr(s, ts, vals as string[]);
+    else w.addNum(s, ts, vals as number[]);
+    const bytes = w.take();
+    const base = this.reserve(bytes.length);
+    bytes.copy(this.buf, base);
+    for (const e of w.entries) this.index(e.kind, e.series, base + e.offset, e.len, e.minTs, e.maxTs);
+  }
+
+  /** Room for `bytes` more at the end; returns where they go. */
+  private reserve(bytes: number): number {
+    const off = this.at;
+    if (off + bytes > this.buf.length) {
+      const next = Buffer.allocUnsafe(Math.max(off + bytes, this.buf.length * 2));
+      this.buf.copy(next, 0, 0, off);
+      this.buf = next;
+    }
+    this.at = off + bytes;
+    return off;
+  }
+
+  private index(kind: number, series: number, offset: number, len: number, minTs: number, maxTs: number): void {
+    if (this.count === this.series.length) this.grow();
+    const i = this.count++;
+    this.series[i] = series;
+    this.kind[i] = kind;
+    this.offset[i] = offset;
+    this.len[i] = len;
+    this.minTs[i] = minTs;
+    this.maxTs[i] = maxTs;
+  }
+
+  private grow(): void {
+    const size = this.series.length * 2;
+    const g = <T extends Uint32Array | Uint8Array | Float64Array>(a: T, make: (k: number) => T): T => {
+      const next = make(size);
+      next.set(a as never);
+      return next;
+    };
+    this.series = g(this.series, (k) => new Uint32Array(k));
+    this.kind = g(this.kind, (k) => new Uint8Array(k));
+    this.offset = g(this.offset, (k) => new Float64Array(k));
+    this.len = g(this.len, (k) => new Uint32Array(k));
+    this.minTs = g(this.minTs, (k) => new Float64Array(k));
+    this.maxTs = g(this.maxTs, (k) => new Float64Array(k));
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The history flush's encoder (flush-blocks.ts): the blocks it builds hold exactly the buffered samples of
+ * live series, grouped per series and kind in arrival order, and a big flush is built across turns of the
+ * event loop instead of in one stretch.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { FlushBlocks } from '../../src/store/history/flush-blocks.js';
+import { HEADER_BYTES, checkBlock, decodeSamples, emptySamples, parseHeader } from '../../src/store/history/format.js';
+import { SampleBuffer } from '../../src/store/history/sample-buffer.js';
+import { TurnBudget } from '../../src/util/turn-budget.js';
+
+/** Every block of `data`, checked (CRC) and decoded, in file order. */
+function decodeAll(data: Buffer): { series: number; kind: number; ts: number[]; val: (number | string)[] }[] {
+  const out = [];
+  for (let off = 0; off < data.length;) {
+    const meta = parseHeader(data, off);
+    assert.ok(meta, `a block header at ${off}`);
+    assert.ok(checkBlock(data, off, meta), `CRC of the block at ${off}`);
+    const s = emptySamples();
+    decodeSamples(data, off, meta, -Infinity, Infinity, s);
+    out.push({ series: meta.series, kind: meta.kind, ...s });
+    off += HEADER_BYTES + meta.payloadLen;
+  }
+  return out;
+}
+
+test('blocks hold every live sample, per series and kind, in arrival order; dead series are left out', async () => {
+  const buf = new SampleBuffer(64);
+  const t0 = 1_700_000_000_000;
+  buf.push(7, t0 + 20, 1.5);
+  buf.push(3, t0 + 10, 'on');
+  buf.push(7, t0 + 5, 2.5); // out of time order: kept as it arrived
+  buf.push(3, t0 + 30, 42);
+  buf.push(9, t0, 99); // not live
+  buf.push(3, t0 + 40, 'off');
+  const blocks = new FlushBlocks();
+  await blocks.build(buf, (s) => s !== 9);
+  const got = decodeAll(blocks.data);
+  assert.equal(got, [
+    { series: 3, kind: 1, ts: [t0 + 30], val: [42] },
+    { series: 3, kind: 2, ts: [t0 + 10, t0 + 40], val: ['on', 'off'] },
+    { series: 7, kind: 1, ts: [t0 + 20, t0 + 5], val: [1.5, 2.5] },
+  ]);
+  // The index columns name the same blocks, with their byte ranges and time spans.
+  assert.is(blocks.count, 3);
+  assert.equal([...blocks.series.subarray(0, 3)], [3, 3, 7]);
+  assert.equal([...blocks.minTs.subarray(0, 3)], [t0 + 30, t0 + 10, t0 + 5]);
+  assert.equal([...blocks.maxTs.subarray(0, 3)], [t0 + 30, t0 + 40, t0 + 20]);
+  assert.is(blocks.offset[0]! + blocks.len[0]!, blocks.offset[1]);
+  assert.is(blocks.offset[2]! + blocks.len[2]!, blocks.data.length);
+});
+
+test('reused: a second, smaller build replaces the first; times ~60 days apart are split into two blocks', async () => {
+  const blocks = new FlushBlocks();
+  const big = new SampleBuffer(20_000);
+  for (let i = 0; i < 20_000; i++) big.push(i % 500, 1_000 + i, i);
+  await blocks.build(big, () => true);
+  assert.is(blocks.count, 500);
+  const small = new SampleBuffer(4);
+  const day = 86_400_000;
+  small.push(1, 0, 1);
+  small.push(1, 60 * day, 2);
+  await blocks.build(small, () => true);
+  const got = decodeAll(blocks.data);
+  assert.equal(got, [
+    { series: 1, kind: 1, ts: [0], val: [1] },
+    { series: 1, kind: 1, ts: [60 * day], val: [2] },
+  ]);
+  assert.is(blocks.count, 2);
+});
+
+test('a fleet-sized flush is built across turns of the event loop, not in one stretch', async () => {
+  const buf = new SampleBuffer(50_000);
+  for (let i = 0; i < 50_000; i++) buf.push(i % 10_000, 1_000 + i, i);
+  let turns = 0;
+  let counting = true;
+  const tick = (): void => {
+    if (!counting) return;
+    turns++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  // A zero budget yields at every check: 10,000 series give ~150 turns to everything else.
+  await new FlushBlocks().build(buf, () => true, new TurnBudget(0));
+  counting = false;
+  assert.ok(turns >= 100, `other work ran on ${turns} turns during the build`);
+});
+
+test.run();
