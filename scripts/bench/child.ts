@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { unitEnvironment, unitNodeFlags } from '../unit.js';
 
 export interface Running {
   child: ChildProcess;
@@ -36,7 +37,7 @@ export async function writeFleetConfig(file: string, dataDir: string, devices: n
 /** The release bundle (`make dist`), started as the systemd unit starts it. */
 export const BUNDLE = path.resolve('build/shadowgate/shadowgate.mjs');
 /** The node flags of the shipped unit's ExecStart, read from it so a bench measures what a Pi runs. */
-export const UNIT_FLAGS = (/^ExecStart=\S+\s+((?:--\S+\s+)*)/m.exec(readFileSync('systemd/shadowgate.service', 'utf8'))?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+export const UNIT_FLAGS = unitNodeFlags();
 
 /** What to start: a tsc build's main.js (executable, its shebang's flags) or a release bundle (the unit's flags). */
 export interface Entry {
@@ -52,7 +53,7 @@ export function startChild(configFile: string, timeoutMs = 30_000, entry: Entry 
   // Run the executable itself so its shebang's V8 flags apply, exactly as `shadowgate run` does
   // (or the bundle with the unit's flags).
   const child = entry.kind === 'bundle'
-    ? spawn(process.execPath, [...UNIT_FLAGS, entry.file, 'run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] })
+    ? spawn(process.execPath, [...UNIT_FLAGS, entry.file, 'run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...unitEnvironment() } })
     : spawn(entry.file, ['run', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

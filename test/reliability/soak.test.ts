@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { judgeEld, judgeFds, judgeRss, type Sample } from '../../scripts/reliability/soak/checks.js';
 import { soakRow, type SoakRun } from '../../scripts/reliability/soak/report.js';
-import { unitNodeFlags } from '../../scripts/reliability/soak/gateway.js';
+import { unitEnvironment, unitNodeFlags } from '../../scripts/unit.js';
 import { soak } from '../../scripts/reliability/soak.js';
 import { formatTable } from '../../scripts/reliability/table.js';
 
@@ -50,9 +50,12 @@ test('a soak without its load (a capacity of 0 measured) is a MISS, not a pass',
   assert.match(none.note ?? '', 'no load to serve');
 });
 
-test('the gateway runs with the node flags of the systemd unit', () => {
+test('the gateway runs with the node flags and the environment of the systemd unit', () => {
   assert.equal(unitNodeFlags('ExecStart=/usr/bin/node --a=1 --b /opt/x/shadowgate.mjs run\n'), ['--a=1', '--b']);
   assert.ok(unitNodeFlags().some((f) => f.startsWith('--max-old-space-size=')));
+  assert.equal(unitEnvironment('Environment=NODE_ENV=production\nEnvironment=MALLOC_ARENA_MAX=2\nEnvironment=SHADOWGATE_DATA_DIR=/var/lib/x\n'),
+    { NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' }, 'the unit\'s own paths are left to the run');
+  assert.is(unitEnvironment().MALLOC_ARENA_MAX, '2');
 });
 
 test('soak (reduced): fleet F at half capacity, RSS, log, event loop, fds', async () => {

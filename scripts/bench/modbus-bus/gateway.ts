@@ -8,15 +8,11 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { unitEnvironment, unitNodeFlags } from '../../unit.js';
 import { killChild } from './rig.js';
 
-/** `--max-semi-space-size=1 --max-old-space-size=96`, read from the unit's ExecStart so the bench follows it. */
-export function unitFlags(): string[] {
-  const exec = /^ExecStart=(.*)$/m.exec(readFileSync('systemd/shadowgate.service', 'utf8'))?.[1] ?? '';
-  const flags = exec.split(/\s+/).filter((w) => w.startsWith('--'));
-  if (flags.length === 0) throw new Error('no node flags found in systemd/shadowgate.service ExecStart');
-  return flags;
-}
+/** The unit's node flags, read from its ExecStart so the bench follows it (scripts/unit.ts). */
+export const unitFlags = (): string[] => unitNodeFlags();
 
 export const BUNDLE = path.resolve('build/shadowgate/shadowgate.mjs');
 export const MAIN = path.resolve('dist/main.js');
@@ -86,7 +82,7 @@ const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 4
 export function startGateway(file: string, configFile: string, extraFlags: string[] = [], timeoutMs = 30_000): Promise<RunningGateway> {
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...unitFlags(), ...extraFlags, file, 'run', '--config', configFile],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...unitEnvironment() } });
   const logLevels = new Map<string, number>();
   const gc: GcEvent[] = [];
   let errTail = '';

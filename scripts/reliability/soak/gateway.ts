@@ -1,26 +1,18 @@
 /**
  * The soaked gateway, started as systemd/shadowgate.service starts it: the node flags of its ExecStart
- * (read from the unit file, so the soak follows the unit), NODE_ENV=production, the config and data dir
+ * and its environment (read from the unit file, scripts/unit.ts, so the soak follows the unit), the config and data dir
  * through SHADOWGATE_CONFIG / SHADOWGATE_DATA_DIR. The entry is the release bundle when `make dist` built
  * one from the current dist/, else dist/main.js with the same flags. Its log (stdout, and stderr as
  * journald would keep it) is counted by level as it streams.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BUNDLE, MAIN } from '../../bench/child.js';
+import { unitEnvironment, unitNodeFlags } from '../../unit.js';
 
-const UNIT = path.resolve('systemd/shadowgate.service');
 /** The unit's TimeoutStopSec: systemd sends SIGKILL after this. */
 export const STOP_TIMEOUT_MS = 20_000;
-
-/** The node flags of the unit's ExecStart (`/usr/bin/node FLAGS… /opt/shadowgate/shadowgate.mjs run`). */
-export function unitNodeFlags(unitText = readFileSync(UNIT, 'utf8')): string[] {
-  const exec = /^ExecStart=(.*)$/m.exec(unitText)?.[1]?.trim().split(/\s+/) ?? [];
-  const entry = exec.findIndex((a) => a.endsWith('.mjs') || a.endsWith('.js'));
-  if (!exec[0]?.endsWith('node') || entry < 0) throw new Error(`cannot read the node flags of ${UNIT}: ExecStart=${exec.join(' ')}`);
-  return exec.slice(1, entry);
-}
 
 export interface LogCounts {
   /** pino lines at level ≥ 50 (error, fatal), and every stderr line (journald keeps those too). */
@@ -76,7 +68,7 @@ export function startGateway(o: StartOptions): Promise<SoakGateway> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [...flags, entry, 'run'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_ENV: 'production', SHADOWGATE_CONFIG: o.configFile, SHADOWGATE_DATA_DIR: o.dataDir },
+    env: { ...process.env, ...unitEnvironment(), SHADOWGATE_CONFIG: o.configFile, SHADOWGATE_DATA_DIR: o.dataDir },
   });
   const log: LogCounts = { errors: 0, errorsAtStop: 0, warnings: 0, lines: 0, firstErrors: [], stderrHead: '' };
   let exitedAt: number | null = null;
