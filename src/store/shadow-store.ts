@@ -63,6 +63,8 @@ export interface ShadowStore {
   saveShadow(shadow: Shadow, now: number): Promise<void>;
   /** Removes every persisted generation and the manifest (data dir reset); the store stays usable. */
   destroy(): Promise<void>;
+  /** After the last save: closes the journal's file (the store is not used again). */
+  close(): Promise<void>;
   /** Main-thread time of the last save's encode, ms. */
   readonly lastEncodeMs: number;
   /** Sequence number of the newest generation on disk (0: none). */
@@ -290,6 +292,9 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
         tracker.invalidate();
         throw err;
       });
+    },
+    close() {
+      return serial(() => journal.close());
     },
     destroy() {
       return serial(async () => {

@@ -4,7 +4,7 @@
  * crash is ignored (the loss bound is one save); a journal of another generation is never applied; a delta of
  * a fleet where 10% of the values move is a small fraction of a full generation.
  */
-import { appendFile, mkdtemp, readFile, rm, stat, truncate } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, readlink, rm, stat, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -204,5 +204,30 @@ test('full generations again and again, then a new device: every restore is exac
     same(loaded.snapshot!, takeSnapshot(shadow, now.t));
   });
 });
+
+/** Descriptors of this process open on `file`. */
+async function openOn(file: string): Promise<number> {
+  let n = 0;
+  for (const fd of await readdir('/proc/self/fd')) if (await readlink(`/proc/self/fd/${fd}`).catch(() => '') === file) n++;
+  return n;
+}
+
+test('close() releases the journal file: a store stopped and opened again leaks no descriptor', () =>
+  withDir(async (dir) => {
+    const now = { t: 1_700_000_000_000 };
+    const shadow = fleet(now, 2, 5);
+    const journal = path.join(dir, 'journal.bin');
+    for (let round = 1; round <= 3; round++) {
+      const store = await openShadowStore({ dir, log: silentLogger });
+      await store.load();
+      poll(shadow, now, 2, 5, 2, round);
+      await store.saveShadow(shadow, now.t); // a full generation: the journal starts
+      poll(shadow, now, 2, 5, 2, round + 10);
+      await store.saveShadow(shadow, now.t);
+      assert.is(await openOn(journal), 1, 'the journal is open while the store saves');
+      await store.close();
+      assert.is(await openOn(journal), 0, `round ${round}: closed`);
+    }
+  }));
 
 test.run();
