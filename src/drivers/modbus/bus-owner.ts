@@ -248,27 +248,22 @@ export class BusOwner {
    * answering it (RTU has no arbitration: talking into a frame garbles both) — and, after a request heard
    * from another master, until its answer begins (or its timeout passed): a request sent meanwhile would
    * get that answer. A line that never falls free (a babbling device) holds the request back at most two
-   * longest frames or a timeout, whichever is longer, then it goes anyway. Timers overshoot by about a
-   * millisecond, so sleep to just short of it; the last check follows a millisecond's pause and a read of
-   * what is still unread, so a byte that came meanwhile moves the target. The silence kept is t3.5 plus one
-   * to two milliseconds: ~3% of a 9600-baud line's time for a one-register poll, no CPU.
+   * longest frames or a timeout, whichever is longer, then it goes anyway. One timer to the moment the line
+   * is free (at least a millisecond), then an I/O phase and a read of what is still unread before deciding
+   * (a held-up loop hears late), so a byte that came meanwhile moves the target. A timer that fired short
+   * of it (libuv counts whole milliseconds from the start of its turn) just takes another round.
+   * (Spinning on event-loop turns to hit t3.5 to the tenth of a millisecond made ~90% of the young garbage
+   * of a polling gateway; sleeping to it in 1 ms steps cost three timer wake-ups per request: issue 16's
+   * profiles.) The silence kept is t3.5 plus up to a millisecond or two, no CPU.
    */
   private async silence(): Promise<void> {
     if (this.options.silenceMs <= 0) return; // TCP: no shared line to listen to
     const giveUp = performance.now() + Math.max(this.options.drainMaxMs * 2, this.options.timeoutMs + this.options.silenceMs);
     for (;;) {
-      if (performance.now() >= giveUp) return;
-      const wait = this.lineFreeAt() - performance.now();
-      if (wait > 1.5) {
-        await sleep(Math.max(1, Math.floor(Math.min(wait, giveUp - performance.now()) - 1)));
-        continue;
-      }
-      // Within 1.5 ms of free (or free by what was heard so far): the check below sleeps a millisecond anyway.
-      // (Spinning on event-loop turns to hit t3.5 to the tenth of a millisecond made ~90% of the young
-      // garbage of a polling gateway and most of its CPU: issue 16's profile.) The port's reads go through the thread pool: give one that has begun a
-      // millisecond and an I/O phase to land (a timer resumes before I/O is polled, an immediate after), and
-      // read what is still unread, before deciding (a held-up loop hears late).
-      await sleep(1);
+      const now = performance.now();
+      if (now >= giveUp) return;
+      await sleep(Math.max(1, Math.ceil(Math.min(this.lineFreeAt(), giveUp) - now)));
+      // A timer resumes before I/O is polled, an immediate after: what came by now has been heard.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const late = this.transport.takePending?.() ?? 0;
       if (late === 0 && this.lineFreeAt() <= performance.now()) return;

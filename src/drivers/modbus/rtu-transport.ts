@@ -8,6 +8,7 @@ import { existsSync, readSync } from 'node:fs';
 import type { EventEmitter } from 'node:events';
 import { silenceMs } from '../../protocol/modbus/wire-cost.js';
 import { LineListener } from './line-listener.js';
+import { pollBinding } from './poll-binding.js';
 import { ClientTransport, WireGarbled, type Client, type RtuOptions, type WireRequest } from './transport.js';
 
 /** modbus-serial's buffered RTU port (its frame buffer; emits each frame it finds) and the serial port under it. */
@@ -54,7 +55,8 @@ export class RtuTransport extends ClientTransport {
 
   protected async connect(client: Client): Promise<void> {
     const { path, ...serial } = this.options;
-    await client.connectRTUBuffered(path, serial);
+    // modbus-serial hands its options to serialport, binding included (its d.ts does not list it).
+    await client.connectRTUBuffered(path, { ...serial, binding: pollBinding } as typeof serial);
     this.listener.reset();
     bufferedPortOf(client)?._client?.on('data', (chunk: Buffer) => {
       this.lastRx = performance.now();
@@ -75,9 +77,9 @@ export class RtuTransport extends ClientTransport {
   }
 
   /**
-   * The port's own reads go through the thread pool and land a loop turn or more after the bytes: a gateway
-   * held up (a GC pause, a busy CPU) would decide the line is quiet while another master's answer waits
-   * unread, then take it for the answer to its own request. A non-blocking read of the port's fd settles it.
+   * The port's own reads (poll-binding.ts) run when the loop polls for I/O: a gateway held up (a GC
+   * pause, a busy CPU) would decide the line is quiet while another master's answer waits unread in the
+   * kernel, then take it for the answer to its own request. A non-blocking read of the port's fd settles it.
    */
   override takePending(): number {
     const fd = bufferedPortOf(this.client)?._client?.port?.fd;
@@ -167,10 +169,11 @@ export class RtuTransport extends ClientTransport {
   private checkRoundTrip(unit: number, req: WireRequest, rtt: number): void {
     const key = `${unit}:${req.fc}:${'count' in req ? req.count : 0}`;
     const recent = this.rtts.get(key) ?? [];
-    const usual = recent.length >= 4 ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
-    const requestBytes = req.fc === 15 ? 9 + Math.ceil(req.values.length / 8) : req.fc === 16 ? 9 + 2 * req.values.length : 8;
     const shared = performance.now() - this.listener.lastHeardAt() < FOREIGN_TRAFFIC_MS;
-    if (shared && usual !== null && rtt < Math.min(requestBytes * this.charMs, usual / 4)) {
+    // The median is sorted out only on a shared line: alone on it (the usual case) no answer is checked.
+    const usual = shared && recent.length >= 4 ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
+    const requestBytes = req.fc === 15 ? 9 + Math.ceil(req.values.length / 8) : req.fc === 16 ? 9 + 2 * req.values.length : 8;
+    if (usual !== null && rtt < Math.min(requestBytes * this.charMs, usual / 4)) {
       throw new WireGarbled(`an answer ${rtt.toFixed(1)} ms after the request, where unit ${unit} takes ${usual.toFixed(0)} ms: it was on its way before the request (someone else's)`);
     }
     recent.push(rtt);
