@@ -11,6 +11,7 @@ import type { Logger } from '../util/logger.js';
 import type { BridgeConfig } from './context.js';
 import { DiskQueue, type QueuedMessage } from './disk-queue.js';
 import type { Topics } from './topics.js';
+import { TurnBudget } from '../util/turn-budget.js';
 
 export interface BridgeOptions {
   config: BridgeConfig;
@@ -118,7 +119,15 @@ export class Bridge {
       while (!this.stopped && this.client?.connected) {
         const seg = await this.queue.take();
         if (!seg) break;
-        await Promise.all(seg.messages.map((m) => this.send(m)));
+        // Handed to the client in slices of a few ms: a segment is ~10k QoS 1 publishes, and serializing them
+        // in one turn held the event loop for 50+ ms while a 100k-message queue drained (issue 16's storm).
+        const budget = new TurnBudget();
+        const sent: Promise<void>[] = [];
+        for (const m of seg.messages) {
+          sent.push(this.send(m));
+          if (budget.spent()) await budget.next();
+        }
+        await Promise.all(sent);
         if (this.stopped) break;
         seg.ack();
       }
