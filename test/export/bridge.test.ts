@@ -179,7 +179,7 @@ if (!hasMosquitto) {
       assert.is(st.dropped + st.queueMessages, 500, 'every message either queued or counted as dropped');
       await up.start();
       const s = sub;
-      await waitFor(() => s.got.length === st.queueMessages, 5000, `queued ones flushed (${s.got.length}/${st.queueMessages})`);
+      await waitFor(() => s.got.length === st.queueMessages, 15_000, `queued ones flushed (${s.got.length}/${st.queueMessages})`);
       const seq = s.got.map((m) => JSON.parse(m.payload).i as number);
       assert.is(seq[0], st.dropped);
       assert.is(seq.at(-1), 499);
