@@ -7,18 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { shadowAllJson } from '../../src/api/index.js';
 import { assertEnvelope, get, rawHttp, withApi } from './helpers.js';
+import { rng } from '../helpers/rng.js';
 
-/** Deterministic PRNG (mulberry32): a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ROUTES = [
   '/api/v1/device/readPoint', '/api/v1/device/writePoint', '/api/v1/device/writePoints', '/api/v1/shadow/all',

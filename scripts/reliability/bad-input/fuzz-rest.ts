@@ -7,18 +7,9 @@
  */
 import type { Piece } from './raw-http.js';
 import { request } from './raw-http.js';
+import { rng } from '../../../test/helpers/rng.js';
 
-/** mulberry32: small, fast, and a failure reproduces from the seed printed in the row. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng };
 
 export interface FuzzCase {
   kind: string;

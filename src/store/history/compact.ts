@@ -10,6 +10,7 @@ import { BlockWriter } from './block-writer.js';
 import { HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, checkBlock, decodeSamples, emptySamples, parseHeader, type Samples } from './format.js';
 import { FOOTER_ENTRY, FOOT_MAGIC, SEG_MAGIC, TRAILER } from './segment.js';
 import { writeAt } from './scan.js';
+import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
 /** Returns false when the log held no live data (then nothing is written). */
@@ -129,11 +130,10 @@ class BlockIndex {
 
   push(offset: number, series: number, kind: number): void {
     if (this.n === this.offsets.length) {
-      const grow = <T extends Uint32Array | Uint8Array>(a: T, b: T): T => (b.set(a as never), b);
       const size = this.n * 2;
-      this.offsets = grow(this.offsets, new Uint32Array(size));
-      this.series = grow(this.series, new Uint32Array(size));
-      this.kinds = grow(this.kinds, new Uint8Array(size));
+      this.offsets = grown(this.offsets, size);
+      this.series = grown(this.series, size);
+      this.kinds = grown(this.kinds, size);
     }
     this.offsets[this.n] = offset;
     this.series[this.n] = series;

@@ -11,6 +11,7 @@
 import { BlockWriter } from './block-writer.js';
 import { HEADER_BYTES, KIND_NUM, KIND_STR, MAX_DELTA, NUM_RECORD, sealHeader } from './format.js';
 import type { SampleBuffer } from './sample-buffer.js';
+import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
 /** Groups between two looks at the clock (a group is a few µs: the clock is not read per sample). */
@@ -176,16 +177,11 @@ export class FlushBlocks {
 
   private grow(): void {
     const size = this.series.length * 2;
-    const g = <T extends Uint32Array | Uint8Array | Float64Array>(a: T, make: (k: number) => T): T => {
-      const next = make(size);
-      next.set(a as never);
-      return next;
-    };
-    this.series = g(this.series, (k) => new Uint32Array(k));
-    this.kind = g(this.kind, (k) => new Uint8Array(k));
-    this.offset = g(this.offset, (k) => new Float64Array(k));
-    this.len = g(this.len, (k) => new Uint32Array(k));
-    this.minTs = g(this.minTs, (k) => new Float64Array(k));
-    this.maxTs = g(this.maxTs, (k) => new Float64Array(k));
+    this.series = grown(this.series, size);
+    this.kind = grown(this.kind, size);
+    this.offset = grown(this.offset, size);
+    this.len = grown(this.len, size);
+    this.minTs = grown(this.minTs, size);
+    this.maxTs = grown(this.maxTs, size);
   }
 }

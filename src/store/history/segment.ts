@@ -13,6 +13,7 @@ import {
   HEADER_BYTES, KIND_NUM, KIND_STR, ROLLUP_FIELDS, type Samples, checkBlock, decodeSamples, parseHeader,
 } from './format.js';
 import { readAt } from './scan.js';
+import { grown } from '../../util/grow-typed.js';
 
 export const SEG_MAGIC = Buffer.from('SGHSEG01');
 export const FOOT_MAGIC = Buffer.from('SGHFOOT1');
@@ -99,17 +100,12 @@ export class LogSegment extends SegmentBase {
 
   private grow(): void {
     const size = this.series.length * 2;
-    const g = <T extends Uint32Array | Uint8Array | Float64Array>(a: T, make: (n: number) => T): T => {
-      const b = make(size);
-      b.set(a as never);
-      return b;
-    };
-    this.series = g(this.series, (k) => new Uint32Array(k));
-    this.kind = g(this.kind, (k) => new Uint8Array(k));
-    this.offset = g(this.offset, (k) => new Float64Array(k));
-    this.len = g(this.len, (k) => new Uint32Array(k));
-    this.bmin = g(this.bmin, (k) => new Float64Array(k));
-    this.bmax = g(this.bmax, (k) => new Float64Array(k));
+    this.series = grown(this.series, size);
+    this.kind = grown(this.kind, size);
+    this.offset = grown(this.offset, size);
+    this.len = grown(this.len, size);
+    this.bmin = grown(this.bmin, size);
+    this.bmax = grown(this.bmax, size);
   }
 }
 
