@@ -53,6 +53,24 @@ test('a model 1 of 65 registers (Fronius) moves model 101 one register down; the
   assert.is(log[0], 40000, 'tried 40000 first (exception 2 there)');
 });
 
+test('an end marker 0xFFFF with no length register after it ends the chain (pysunspec2 reads ID and L apart)', async () => {
+  const regs = image(40000, [[1, 66], [103, 50]]);
+  regs.delete(40122 + 1); // the device has no register after its end marker
+  const log: [number, number][] = [];
+  const read = reader(regs);
+  const models = await walkSunspec(async (a, c) => { log.push([a, c]); return read(a, c); }, [40000]);
+  assert.equal([...models], [[1, 40002], [103, 40070]]);
+  assert.equal(log.at(-1), [40122, 1], 'the end marker is read alone');
+});
+
+test('a chain that runs into a hole after a model ends there instead of failing the whole map', async () => {
+  const regs = image(40000, [[1, 66], [103, 50]]);
+  regs.delete(40122);
+  regs.delete(40123);
+  const models = await walkSunspec(reader(regs), [40000]);
+  assert.equal([...models], [[1, 40002], [103, 40070]]);
+});
+
 test('no marker anywhere: SUNSPEC_NOT_FOUND naming where it looked; silence is the device\'s failure', async () => {
   try {
     await walkSunspec(reader(new Map([[40000, 1], [40001, 2]])), [40000, 50000]);

@@ -33,13 +33,30 @@ export async function walkSunspec(read: ReadHolding, search: readonly number[]):
   if (base === undefined) throw new GatewayError('SUNSPEC_NOT_FOUND', `no SunSpec marker "SunS" at holding ${search.join(', ')}`);
   const models = new Map<number, number>();
   let address = base + 2;
-  for (let i = 0; i < MAX_MODELS && address + 1 <= 65535; i++) {
-    const [id, length] = await read(address, 2);
-    if (id === undefined || length === undefined || id === 0xffff || id === 0) break;
+  // ID and L are read apart, as pysunspec2 does: some devices serve the 0xFFFF end marker without a length
+  // after it, and a 2-register read there gets "illegal data address" for the whole chain.
+  for (let i = 0; i < MAX_MODELS && address <= 65535; i++) {
+    const id = await chainWord(read, address, models.size);
+    if (id === undefined || id === 0xffff || id === 0) break;
+    const length = address + 1 <= 65535 ? await chainWord(read, address + 1, models.size) : undefined;
+    if (length === undefined) break;
     if (!models.has(id)) models.set(id, address);
     address += 2 + length;
   }
   return models;
+}
+
+/**
+ * One register of the chain. An exception after at least one model is the chain's end (a device that has no
+ * register where the next ID would be); before any, it is the device's answer to a broken map.
+ */
+async function chainWord(read: ReadHolding, address: number, found: number): Promise<number | undefined> {
+  try {
+    return (await read(address, 1))[0];
+  } catch (err) {
+    if (found > 0 && isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') return undefined;
+    throw err;
+  }
 }
 
 /**
