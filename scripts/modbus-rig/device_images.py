@@ -323,10 +323,11 @@ def iem3155(unit):
 # Peacefair PZEM-016 / PZEM-004T v3: FC04 registers 0..9; 32-bit values low word first.
 # =============================================================================================
 
-def pzem(unit, key, model, v, a, w, wh, hz, pf, threshold):
+def pzem(unit, key, model, v, a, w, wh, hz, pf, threshold, alarm=False):
     im = Image(key, model,
                "Tasmota xnrg_05_pzem_ac.ino, ESPHome pzemac.cpp, mandulaj/PZEM-004T-v30 (REG_VOLTAGE 0x0000 … "
-               "REG_ALARM 0x0009; WREG_ALARM_THR 0x0001, WREG_ADDR 0x0002): 32-bit values low word first")
+               "REG_ALARM 0x0009; WREG_ALARM_THR 0x0001, WREG_ADDR 0x0002): 32-bit values low word first; "
+               "Peacefair register table (jabastien/STM32_PZEM016): 0x0009 \"0xFFFF is alarm, 0x0000 is not alarm\"")
     im.notes.append("only the documented registers exist (input 0..9, holding 1..2); limit not documented")
     im.u16(IR, 0x0000, "voltage", v, 10, "V")
     im.u32(IR, 0x0001, "current", a, 1000, "A", "lsw")
@@ -334,7 +335,7 @@ def pzem(unit, key, model, v, a, w, wh, hz, pf, threshold):
     im.u32(IR, 0x0005, "energy", wh, 1, "Wh", "lsw")
     im.u16(IR, 0x0007, "frequency", hz, 10, "Hz")
     im.u16(IR, 0x0008, "power_factor", pf, 100)
-    im.u16(IR, 0x0009, "alarm", 0)             # 0x0000 = no alarm
+    im.u16(IR, 0x0009, "alarm", 0xFFFF if alarm else 0)   # 0xFFFF = alarm, 0x0000 = no alarm
     im.u16(HR, 0x0001, "power_alarm_threshold", threshold, 1, "W")
     im.put(HR, 0x0002, [unit])                  # WREG_ADDR: the slave address
     return im
@@ -345,7 +346,8 @@ def pzem016(unit):
 
 
 def pzem004t(unit):
-    return pzem(unit, "pzem-004t", "peacefair-pzem-004t-v3", 227.3, 8.765, 7123.4, 98765, 49.9, 0.88, 2300)
+    # 7123.4 W is over the 2300 W threshold: the meter raises its alarm register
+    return pzem(unit, "pzem-004t", "peacefair-pzem-004t-v3", 227.3, 8.765, 7123.4, 98765, 49.9, 0.88, 2300, alarm=True)
 
 
 # =============================================================================================
@@ -554,12 +556,15 @@ def b23(unit, key="b23", steel=False):
 # raw * 0.1 - 100; state 0 standby, 1 selfcheck, 2 ok, 3 alarm, 4 fault, 5 activating.
 # =============================================================================================
 
-def deye_hybrid(unit):
-    im = Image("deye-hybrid", "deye-hybrid-1p",
+def deye_hybrid(unit, key="deye-hybrid", gateway_limit=None):
+    im = Image(key, "deye-hybrid-1p",
                "kellerza/sunsynk definitions/single_phase.py ('Sunsynk 5kW&8kW hybrid') and sensors.py "
                "(TempSensor offset 100, InverterStateSensor codes); StephanJoubert home_assistant_solarman "
-               "deye_hybrid.yaml; evcc deye-hybrid-1p.yaml (169 grid power, 184 SOC, 190 battery power)")
-    im.notes.append("holding 0..699 answer (unlisted ones 0: not documented); limit not documented")
+               "deye_hybrid.yaml; evcc deye-storage.yaml (169 grid power, 184 SOC, 190 battery power)",
+               max_registers=gateway_limit,
+               limit_source=gateway_limit and "behind an RS-485/TCP gateway that passes at most 20 registers per read "
+                                              "(kellerza/sunsynk multi-options: READ_SENSORS_BATCH_SIZE default 20)")
+    im.notes.append("holding 0..699 answer (unlisted ones 0: not documented); the inverter's own limit is not documented")
     im.dense(HR, 0, 699)
     im.u16(HR, 59, None, 2)
     im.expect("running_state", ["ok", "normal"])   # sunsynk calls code 2 "ok", the Deye display "Normal"
@@ -702,6 +707,7 @@ IMAGES = {
     "b23": b23,
     "b23-steel": lambda unit: b23(unit, "b23-steel", steel=True),
     "deye-hybrid": deye_hybrid,
+    "deye-hybrid-gw": lambda unit: deye_hybrid(unit, "deye-hybrid-gw", gateway_limit=20),
     "sunspec-103": sunspec_inverter,
     "sunspec-101": lambda unit: sunspec_inverter(unit, "sunspec-101", base=50000, model_id=101),
 }

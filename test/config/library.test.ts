@@ -58,6 +58,32 @@ test('the complete example of docs/config.md validates', () => {
   assert.is(config.models['room-sensor']!.points[0]!.modbus!.address, 0);
 });
 
+/** A library model file as it is on disk. */
+interface LibraryModelFile { source: string; serial?: unknown; limits?: { max_registers?: number }; points: { name: string; description?: string; unverified?: string }[] }
+const libraryModel = (name: string): LibraryModelFile => JSON.parse(readFileSync(fileURLToPath(new URL(`../../board/models/${name}.json`, import.meta.url)), 'utf8'));
+
+test('model audit: EM111 names its factory line settings (Carlo Gavazzi protocol v4.0 p. 18: address 1, 9.6 kbps, no parity, 1 stop bit)', () => {
+  const em111 = libraryModel('carlo-gavazzi-em111');
+  assert.equal(em111.serial, { baud_rate: 9600, parity: 'none', data_bits: 8, stop_bits: 1, unit_id: 1 });
+  assert.match(em111.source, /p\. 18/);
+});
+
+test('model audit: the PZEM alarm register is documented as 0xFFFF = alarm, 0x0000 = no alarm (not "unverified")', () => {
+  for (const name of ['peacefair-pzem-016', 'peacefair-pzem-004t-v3']) {
+    const alarm = libraryModel(name).points.find((p) => p.name === 'alarm')!;
+    assert.match(alarm.description ?? '', /0xFFFF\) = alarm/, name);
+    assert.is(alarm.unverified, undefined, `${name}: the alarm value is documented`);
+  }
+});
+
+test('model audit: the Deye model cites the merged evcc deye-storage template (not the unmerged deye-hybrid-1p PR) and caps reads at 20 registers', () => {
+  const deye = libraryModel('deye-hybrid-1p');
+  const text = JSON.stringify(deye);
+  assert.not.match(text, /deye-hybrid-1p\.yaml/);
+  assert.match(deye.source, /evcc-io\/evcc templates\/definition\/meter\/deye-storage\.yaml/);
+  assert.is(deye.limits?.max_registers, 20);
+});
+
 test('hostile model names do not crash or pollute', () => {
   const raw = JSON.parse('{"models": {"__proto__": {"points": [{"name": "p", "type": "int", "sim": {"fn": "counter"}}]}}, "buses": [{"id": "s", "driver": "simulator"}], "devices": [{"id": "d", "model": "toString", "bus": "s"}]}');
   try {

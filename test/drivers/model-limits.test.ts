@@ -43,6 +43,12 @@ test('the SDM630 declares Eastron\'s 60-register limit and is read in requests o
   assert.ok(sdm630.largest <= 60 && sdm630.largest > 30, `largest read ${sdm630.largest}`);
 });
 
+test('the Deye hybrid is read in requests of at most 20 registers (RS-485/TCP gateways of the USR type need it; its plan had reads of 24 and 23)', () => {
+  const deye = plans().find((p) => p.model === 'deye-hybrid-1p')!;
+  assert.is(deye.limit, 20);
+  assert.ok(deye.largest <= 20, `largest read ${deye.largest}`);
+});
+
 test('a device config can narrow the model\'s limit, never widen it', () => {
   const config = validateConfig({
     buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
