@@ -602,7 +602,7 @@ def deye_hybrid(unit, key="deye-hybrid", gateway_limit=None):
 # Not implemented: int16 0x8000, uint16 0xFFFF, acc32 0, enum16 0xFFFF, bitfield32 0xFFFFFFFF, sunssf 0x8000.
 # =============================================================================================
 
-def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103):
+def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_length=True):
     im = Image(key, "sunspec-inverter",
                "SunSpec Alliance sunspec/models json/model_1.json and model_101/103.json (point order and sizes, "
                "scale factors); not-implemented values from sunspec/pysunspec2 mb.py")
@@ -667,7 +667,7 @@ def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103):
     sf_point(16, "frequency", 50.01, -2, "H", "Hz")
     sf_point(18, "apparent_power", 6190 if three else 4020, 0, "h", "VA")
     sf_point(20, "reactive_power", -950 if three else 280, 0, "h", "var")
-    im.put(HR, m + 22, [0x8000]); im.expect("power_factor", None, "%", reason="not implemented")
+    im.put(HR, m + 22, [0x8000]); im.expect("power_factor", None, None, reason="not implemented")
     sf_point(24, "energy", 12345678 if three else 4567890, 0, "I", "Wh")       # acc32
     sf_point(27, "dc_current", 15.34, -2, "H", "A")
     sf_point(29, "dc_voltage", 412.3, -1, "H", "V")
@@ -681,7 +681,79 @@ def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103):
     im.expect("event_grid_disconnect", 0)
     im.expect("event_over_temperature", 1)
     end = m + 2 + 50
-    im.put(HR, end, [0xFFFF, 0])                             # end of the model chain
+    if end_length:
+        im.put(HR, end, [0xFFFF, 0])                         # end of the model chain
+    else:
+        # some devices serve the end marker without a length after it (pysunspec2 client.py reads ID and L
+        # apart "due to some devices not supplying count for the end model id"): end+1 answers exception 2
+        im.put(HR, end, [0xFFFF])
+        im.notes.append("the end marker 0xFFFF has no length register after it")
+    return im
+
+
+# SunSpec float inverter models 111 (single), 112 (split), 113 (three phase), sunspec/models json/model_113.json:
+# ID, L = 60, then float32 (high word first) A 2, AphA 4, AphB 6, AphC 8, PPVphAB 10, PPVphBC 12, PPVphCA 14,
+# PhVphA 16, PhVphB 18, PhVphC 20, W 22, Hz 24, VA 26, VAr 28, PF 30 (Pct), WH 32, DCA 34, DCV 36, DCW 38,
+# TmpCab 40, TmpSnk 42, TmpTrns 44, TmpOt 46; St 48 enum16, StVnd 49, Evt1 50 bitfield32, Evt2 52, EvtVnd1-4 54-61.
+# No scale factors; not implemented = NaN 0x7FC00000 (pysunspec2 mb.py SUNS_UNIMPL_FLOAT32).
+# Model 1 here is 65 registers long, as a Fronius serves it (SolarEdge technical note: "65 = Length of block").
+
+def sunspec_float_inverter(unit, key="sunspec-113", base=40000, model_id=113):
+    im = Image(key, "sunspec-inverter",
+               "SunSpec Alliance sunspec/models json/model_1.json and model_113.json (float32 points, no scale "
+               "factors); not-implemented float32 0x7FC00000 from sunspec/pysunspec2 mb.py")
+    im.notes.append(f"only {base}..end of the model chain answers; every other address exception 2; limit not documented")
+    for probe in (40000, 0, 50000):
+        if probe == base:
+            break
+        im.expected_refusals.append((3, probe, 2))
+    im.put(HR, base, [0x5375, 0x6E53])                       # "SunS"
+    m1 = base + 2
+    im.put(HR, m1, [1, 65])
+    im.put(HR, m1 + 2, [0] * 65)
+    im.text(HR, m1 + 2, "manufacturer", "RigSolar", 16)
+    im.text(HR, m1 + 18, "model", "RS-8K-3P-F", 16)
+    im.text(HR, m1 + 42, "version", "3.0.2", 8)
+    im.text(HR, m1 + 50, "serial_number", f"RF{unit:08d}", 16)
+    im.put(HR, m1 + 66, [unit])                              # DA (no Pad: L 65)
+    m = m1 + 2 + 65
+    im.put(HR, m, [model_id, 60])
+    im.put(HR, m + 2, [0] * 60)
+
+    def f(offset, name, value, unit_=None):
+        im.f32(HR, m + offset, name, value, unit_)
+
+    f(2, "ac_current", 25.125, "A")
+    f(4, "ac_current_a", 8.375, "A")
+    f(6, "ac_current_b", 8.25, "A")
+    f(8, "ac_current_c", 8.5, "A")
+    f(10, "voltage_ab", 401.5, "V")
+    f(12, "voltage_bc", 400.25, "V")
+    f(14, "voltage_ca", 399.75, "V")
+    f(16, "voltage_an", 231.75, "V")
+    f(18, "voltage_bn", 230.5, "V")
+    f(20, "voltage_cn", 232.25, "V")
+    f(22, "ac_power", 5873.5, "W")
+    f(24, "frequency", 49.98, "Hz")
+    f(26, "apparent_power", 5890.0, "VA")
+    f(28, "reactive_power", -412.5, "var")
+    f(30, "power_factor", 99.5)                              # Pct, as a Fronius on model 113 reports it
+    f(32, "energy", 23456789.0, "Wh")
+    f(34, "dc_current", 14.5, "A")
+    f(36, "dc_voltage", 415.0, "V")
+    f(38, "dc_power", 6017.5, "W")
+    f(40, "cabinet_temperature", 38.5, "°C")
+    im.put(HR, m + 42, [0x7FC0, 0, 0x7FC0, 0, 0x7FC0, 0])   # TmpSnk, TmpTrns, TmpOt: not implemented (NaN)
+    im.put(HR, m + 48, [4]); im.expect("operating_state", "mppt")
+    im.put(HR, m + 49, [0xFFFF])
+    im.u32(HR, m + 50, "events", 0x11)                       # Evt1 bits 0 GROUND_FAULT and 4 GRID_DISCONNECT
+    im.expect("event_ground_fault", 1)
+    im.expect("event_grid_disconnect", 1)
+    im.expect("event_over_temperature", 0)
+    # the float models have no scale factors: the model's scale-factor points read 0 (value = raw x 10^0)
+    for sf in ("a_sf", "v_sf", "w_sf", "hz_sf", "va_sf", "var_sf", "pf_sf", "wh_sf", "dca_sf", "dcv_sf", "dcw_sf", "tmp_sf"):
+        im.expect(sf, 0)
+    im.put(HR, m + 2 + 60, [0xFFFF, 0])                      # end of the model chain
     return im
 
 
@@ -710,4 +782,6 @@ IMAGES = {
     "deye-hybrid-gw": lambda unit: deye_hybrid(unit, "deye-hybrid-gw", gateway_limit=20),
     "sunspec-103": sunspec_inverter,
     "sunspec-101": lambda unit: sunspec_inverter(unit, "sunspec-101", base=50000, model_id=101),
+    "sunspec-103-nolen": lambda unit: sunspec_inverter(unit, "sunspec-103-nolen", end_length=False),
+    "sunspec-113": sunspec_float_inverter,
 }

@@ -83,6 +83,9 @@ function checkDeviceMarkers(model: Obj, point: Obj, p: (rest: string) => string,
     if (!isObj(model.sunspec)) problems.push(`${p('.modbus.sunspec_model')}: needs the model's "sunspec" (where to look for the "SunS" marker)`);
     if (mb.table !== 'holding') problems.push(`${p('.modbus.table')}: SunSpec points are holding registers`);
   }
+  if (mb && mb.sunspec_float !== undefined && mb.sunspec_model === undefined) {
+    problems.push(`${p('.modbus.sunspec_float')}: needs "sunspec_model" (the float models are the alternative to it)`);
+  }
   if (isObj(point.values)) {
     const wantText = point.type === 'string';
     for (const [code, meaning] of Object.entries(point.values)) {

@@ -20,6 +20,8 @@ export interface ModbusPointBlock {
   byte_order: 'big' | 'little';
   /** SunSpec model id(s): `address` is the offset inside that model's block until the driver resolves it. */
   sunspec_model?: number | number[];
+  /** SunSpec: where the point lives in the float models instead (offset, type there); its scale factor does not apply. */
+  sunspec_float?: { sunspec_model: number[]; address: number; data_type?: ModbusPointBlock['data_type'] };
 }
 
 export interface GpioPointBlock {

@@ -108,8 +108,9 @@ test('points are placed at block + offset, the first model id the device has win
   assert.equal(device.groups, [], 'nothing is polled before the map is known');
   const missing = placeSunspecPoints(device, new Map([[1, 40002], [103, 40070]]));
   assert.equal(missing, ['soc']);
-  assert.equal([...device.points.values()].map((p) => [p.name, p.block.address]), [['mn', 40004], ['a', 40072], ['a_sf', 40076]]);
-  assert.equal(device.groups[0]!.requests.map((r) => [r.address, r.count]), [[40004, 16], [40072, 5]]);
+  assert.equal([...device.points.values()].filter((p) => p.sunspecCheck === undefined).map((p) => [p.name, p.block.address]), [['mn', 40004], ['a', 40072], ['a_sf', 40076]]);
+  // Each block's ID register is read with its points: a poll notices when another model sits there now.
+  assert.equal(device.groups[0]!.requests.map((r) => [r.address, r.count]), [[40002, 18], [40070, 7]]);
 });
 
 

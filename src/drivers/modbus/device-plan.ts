@@ -19,6 +19,12 @@ export interface ModbusPoint {
   pollMs: number;
   /** SunSpec model ids the point may live in; block.address is the offset in that block until resolved. */
   sunspec?: number[];
+  /** Where the point lives in the SunSpec float models instead (its offset there, its type there); unscaled. */
+  sunspecFloat?: { models: number[]; offset: number; dataType?: ModbusPointBlock['data_type'] };
+  /** The point whose raw value scales this one (the model's `scale_factor`). */
+  scaleFactor?: string;
+  /** A hidden point reading a placed SunSpec model's ID register: the ID it must still be. */
+  sunspecCheck?: number;
   /**
    * A bit point's `invalid` markers as whole-register values: "not implemented" marks the whole register
    * (SunSpec Evt1 = 0xFFFFFFFF), so it is checked before the bit is taken out.
@@ -34,11 +40,15 @@ export interface WriteOptions {
   maxRegisters: number;
 }
 
-/** A SunSpec device until its map is found: where to look, and what was found. */
+/** A SunSpec device: where to look, and what was found. */
 export interface SunspecState {
   search: number[];
-  /** Model id → address of its ID register; null until discovered. */
+  /** Model id → address of its ID register; null until discovered (again). */
   models: Map<number, number> | null;
+  /** The device's points before placement: every walk places from these. */
+  template: Map<string, ModbusPoint>;
+  /** Scale factors that are 0 by definition in the float models the device serves (reported with each poll). */
+  constants: Record<string, RawPointValue>;
   /** The poller's discovery run: in flight, and when to try again (monotonic ms). */
   running: boolean;
   nextDue: number;
@@ -140,7 +150,12 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
     const block: ModbusPointBlock = { ...p.modbus, address };
     const point: ModbusPoint = { name: p.name, block, width: pointWidth(block), access: p.access, pollMs: p.poll ?? cfg.poll };
     const sunspec = p.modbus.sunspec_model;
-    if (sunspec !== undefined && device.model.sunspec) point.sunspec = Array.isArray(sunspec) ? sunspec : [sunspec];
+    if (sunspec !== undefined && device.model.sunspec) {
+      point.sunspec = Array.isArray(sunspec) ? sunspec : [sunspec];
+      const alt = p.modbus.sunspec_float;
+      if (alt) point.sunspecFloat = { models: alt.sunspec_model, offset: alt.address, ...(alt.data_type ? { dataType: alt.data_type } : {}) };
+    }
+    if (p.scale_factor !== undefined) point.scaleFactor = p.scale_factor;
     if (block.bit !== undefined && p.invalid?.length) point.registerMarkers = p.invalid.map((m) => markerValue(m.raw, block.data_type));
     points.set(p.name, point);
   }
@@ -152,7 +167,7 @@ export function compileDevice(device: ResolvedDevice, busOptions: PlanOptions, h
     id: cfg.id, unit, points, groups: planGroups(points.values(), planOptions, problems), planOptions, write,
     health: new DeviceHealth(health), problems, counters: { polls: 0, failures: 0 },
   };
-  if (device.model.sunspec) compiled.sunspec = { search: device.model.sunspec.search, models: null, running: false, nextDue: 0 };
+  if (device.model.sunspec) compiled.sunspec = { search: device.model.sunspec.search, models: null, template: new Map(points), constants: {}, running: false, nextDue: 0 };
   return compiled;
 }
 

@@ -114,6 +114,9 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
         for (const p of request.points) errors[p.ref.name] = err instanceof Error ? err.message : String(err);
       }
     }
+    // A point read from a SunSpec float model goes with its scale factor, 0 there by definition.
+    const constants = d.sunspec?.constants ?? {};
+    for (const p of points) if (p.scaleFactor !== undefined && p.scaleFactor in constants) values[p.scaleFactor] = constants[p.scaleFactor]!;
     return values;
   };
   /** Identical reads in flight share one request (ten dashboards asking for the same point cost one). */
@@ -177,8 +180,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
           io.request(d.unit, { fc: 3, address, count }, parts.retries)) as Promise<number[]>, d.sunspec!.search));
         for (const name of placeSunspecPoints(d, models)) errors[name] = `not in this device's SunSpec models (${[...models.keys()].join(', ')})`;
       }
-      const readable = [...d.points.values()].filter((p) => p.access !== 'W');
-      return { values: await readPoints(d, readable, errors), errors };
+      const readable = [...d.points.values()].filter((p) => p.access !== 'W' && p.sunspecCheck === undefined);
+      return { values: { ...await readPoints(d, readable, errors), ...d.sunspec?.constants }, errors };
     },
 
     check(deviceId, values) {

@@ -12,7 +12,7 @@ import { GatewayError, isGatewayError } from '../../core/errors.js';
 import { LinkDownError, PRIORITY, type BusOwner } from './bus-owner.js';
 import { decodeResponse, planGroup, type CompiledDevice, type PollGroup } from './device-plan.js';
 import { READ_FC } from './transport.js';
-import { placeSunspecPoints, walkSunspec } from './sunspec.js';
+import { chainHolds, placeSunspecPoints, unplaceSunspec, walkSunspec } from './sunspec.js';
 
 export interface PollerOptions {
   retries: number;
@@ -69,10 +69,15 @@ export class Poller {
   /**
    * The link is (back) up: every group is polled now (after a re-plug the devices answer again at once, not
    * up to a poll interval later) and degraded devices are probed now instead of after their probe period.
+   * A SunSpec device's chain is walked again first: what answers now may be another firmware or model set.
    */
   linkUp(): void {
     const now = this.options.clock.mono();
     for (const d of this.devices) {
+      if (d.sunspec?.models) {
+        unplaceSunspec(d);
+        this.options.log.info({ device: d.id }, 'link (re)opened: walking the SunSpec model chain again');
+      }
       if (d.health.degraded) d.health.probeAt = now;
       for (const g of d.groups) g.nextDue = Math.min(g.nextDue, now);
     }
@@ -137,6 +142,7 @@ export class Poller {
     const start = clock.mono();
     const values: Record<string, RawValue> = {};
     let read = false;
+    let moved = false;
     let failure: Error | undefined;
     try {
       for (const request of group.requests) {
@@ -148,7 +154,12 @@ export class Poller {
           );
           device.health.answered();
           device.counters.polls++;
-          Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
+          const decoded = decodeResponse(request, data as (number | boolean)[]);
+          if (device.sunspec && !chainHolds(request, decoded)) {
+            moved = true; // another model where a placed one began: nothing this cycle read is published
+            break;
+          }
+          Object.assign(values, decoded);
           read = true;
         } catch (err) {
           if (this.stopped) return;
@@ -178,7 +189,14 @@ export class Poller {
       group.nextDue = end - next <= CATCH_UP_MS ? next : end;
     }
     if (this.stopped) return;
-    if (read) sink.data(device.id, values);
+    if (moved) {
+      if (device.groups.includes(group)) { // not yet forgotten by another group's cycle
+        log.warn({ device: device.id, unit: device.unit }, 'SunSpec model chain changed under the map; walking it again');
+        unplaceSunspec(device);
+      }
+      return;
+    }
+    if (read) sink.data(device.id, device.sunspec ? Object.assign(values, device.sunspec.constants) : values);
     if (failure) sink.failure(device.id, failure);
   }
 
