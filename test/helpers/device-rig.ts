@@ -74,7 +74,7 @@ export class DeviceRig {
   private slave: ChildProcess | null = null;
   private stderr = '';
 
-  constructor(readonly spec: string) {}
+  constructor(public spec: string) {}
 
   async start(): Promise<void> {
     this.tcpPort = await freePort();
@@ -101,6 +101,18 @@ export class DeviceRig {
       throw new Error(`${(e as Error).message}; devices.py stderr: ${this.stderr.slice(-800)}`);
     }
     if (child.exitCode !== null) throw new Error(`devices.py exited: ${this.stderr.slice(-800)}`);
+  }
+
+  /**
+   * The adapter is unplugged and, under the same pty names, devices with other register images answer when
+   * it is back (a firmware update, an inverter switched to other SunSpec models). The request log goes on.
+   */
+  async swap(spec: string): Promise<void> {
+    await kill(this.slave);
+    await kill(this.socat);
+    this.slave = this.socat = null;
+    this.spec = spec;
+    await this.start();
   }
 
   /** Refusals so far (optionally of one unit). */
