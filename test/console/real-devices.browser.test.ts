@@ -91,4 +91,102 @@ test('no view scrolls sideways at 375 or 1280 px with the whole library and a Mo
   }
 });
 
+test('Plot on the last point of the 34-point meter is scrolled into view', async () => {
+  if (why) return;
+  gw = await start(realConfig());
+  const { page, problems } = await openPage(browser!, `http://127.0.0.1:${gw.httpPort}/#/device/sdm`, { width: 1280, height: 800 });
+  try {
+    await page.waitForSelector('td.value[data-point="total_reactive_energy"]');
+    await page.click('tr:has(th:text-is("total_reactive_energy")) button.link');
+    await page.waitForSelector('.chart');
+    const where = await page.$eval('.chart', (el) => {
+      const r = el.getBoundingClientRect();
+      return { top: r.top, bottom: r.bottom, height: innerHeight };
+    });
+    assert.ok(where.top >= 0 && where.bottom <= where.height, `the plot is at ${where.top}..${where.bottom} px of a ${where.height} px window`);
+    assert.equal(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a test read shows values with units and flags the implausible ones, as probe does (375 px, no sideways scroll)', async () => {
+  if (why) return;
+  gw = await start(realConfig());
+  const { page, problems } = await openPage(browser!, `http://127.0.0.1:${gw.httpPort}/#/add`, { width: 375, height: 800 });
+  try {
+    await page.fill('input[placeholder="meter-2"]', 'm3');
+    await page.selectOption('label:has-text("Bus") select', 'rs485');
+    await page.fill('label:has-text("Unit id") input[type="number"] >> nth=0', '2');
+    await page.fill('input[type="search"]', 'sdm630');
+    await page.selectOption('label:has-text("Model") select[size]', 'eastron-sdm630');
+    await page.click('button:has-text("Test read")');
+    await page.waitForSelector('.probe td[data-point="voltage_l1"]');
+    // The rig's unit 2: 232.5 V on L1, 0 V on L2 (no voltage: flagged, as `shadowgate probe` flags it).
+    assert.is(await page.textContent('.probe td[data-point="voltage_l1"]'), '232.5 V');
+    assert.is(await page.textContent('.probe td[data-point="current_l1"]'), '5.25 A');
+    assert.is(await page.textContent('.probe tr:has(th:text-is("voltage_l1")) td.flag'), '');
+    assert.match(await page.textContent('.probe tr:has(th:text-is("voltage_l2")) td.flag') ?? '', /0 V: no voltage/);
+    assert.match(await page.textContent('.probe') ?? '', /34 points: \d+ ok, [1-9]\d* implausible, 0 not available, 0 failed/);
+    const over = await sideways(page);
+    assert.ok(over <= 0, `the test read scrolls sideways by ${over}px`);
+    assert.equal(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a coil is a switch: a click writes it and the read-back shows; read-only inputs get none', async () => {
+  if (why) return;
+  gw = await start(realConfig());
+  const g = gw;
+  const { page, problems } = await openPage(browser!, `http://127.0.0.1:${g.httpPort}/#/device/io`);
+  try {
+    await page.waitForSelector('td.value[data-point="output_2"]');
+    assert.is(await page.locator('#w-output_2[role="switch"]').count(), 1);
+    assert.is(await page.locator('input#w-output_2').count(), 0, 'no number box for a coil');
+    assert.is(await page.locator('tr:has(th:text-is("input_1")) [role="switch"], tr:has(th:text-is("input_1")) input').count(), 0);
+    await page.waitForFunction(() => document.querySelector('#w-output_2')?.getAttribute('aria-checked') === 'false');
+    await page.click('#w-output_2');
+    await page.waitForFunction(() => document.querySelector('#w-output_2')?.getAttribute('aria-checked') === 'true');
+    // What the slave holds, read again through the bus (not the shadow).
+    assert.is(Number(await g.io.readPoint('io', 'output_2')), 1);
+    await page.click('#w-output_2');
+    await page.waitForFunction(() => document.querySelector('#w-output_2')?.getAttribute('aria-checked') === 'false');
+    assert.is(Number(await g.io.readPoint('io', 'output_2')), 0);
+    assert.equal(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('a device description is shown in the list and on its page, and edited from the page', async () => {
+  if (why) return;
+  gw = await start(realConfig());
+  const g = gw;
+  const base = `http://127.0.0.1:${g.httpPort}`;
+  const { page, problems } = await openPage(browser!, `${base}/`);
+  try {
+    await page.waitForSelector('table.devices td:has-text("Main meter, cabinet A")');
+    await page.goto(`${base}/#/device/sdm`);
+    await page.waitForSelector('p.description:text-is("Main meter, cabinet A")');
+    await page.click('a:text-is("Edit")');
+    await page.waitForFunction(() => (document.querySelector('label:has(> input[placeholder^="where"]) input') as HTMLInputElement | null)?.value === 'Main meter, cabinet A');
+    await page.fill('input[placeholder^="where"]', 'Main meter, cabinet B');
+    await page.click('button:has-text("Save")');
+    await page.waitForURL(/#\/device\/sdm$/);
+    await page.waitForSelector('p.description:text-is("Main meter, cabinet B")');
+    const written = (g.config.current() as { devices: { id: string; description?: string }[] }).devices.find((d) => d.id === 'sdm');
+    assert.is(written?.description, 'Main meter, cabinet B');
+    // A description added to a device that had none.
+    await page.goto(`${base}/#/add/m1`);
+    await page.fill('input[placeholder^="where"]', 'Rig meter');
+    await page.click('button:has-text("Save")');
+    await page.waitForSelector('p.description:text-is("Rig meter")');
+    assert.equal(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
 test.run();
