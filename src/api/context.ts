@@ -83,6 +83,8 @@ export interface SystemService {
   ports(): Promise<{ path: string; manufacturer?: string; serialNumber?: string }[]>;
   info(): Promise<Record<string, unknown>>;
   logs(lines: number): unknown[];
+  /** Asks the process to restart (answered first, then a clean stop); refused when nothing would start it again. */
+  restart(): { restarting: true };
 }
 
 export interface ApiContext {

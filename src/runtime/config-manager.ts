@@ -43,6 +43,8 @@ export class ConfigManager implements ConfigService {
   private config: GatewayConfig;
   /** One change at a time: two consoles saving at once apply one after the other. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Sections stored but running on their old values: the last apply's restartRequired (it compares with what runs). */
+  private pending: string[] = [];
 
   constructor(private readonly opts: ConfigManagerOptions) {
     this.raw = structuredClone(opts.raw);
@@ -55,6 +57,11 @@ export class ConfigManager implements ConfigService {
 
   running(): GatewayConfig {
     return this.config;
+  }
+
+  /** Config sections applied that take effect at the next start. */
+  restartPending(): string[] {
+    return [...this.pending];
   }
 
   validate(raw: unknown): { valid: boolean; errors: ConfigProblem[] } {
@@ -206,6 +213,9 @@ export class ConfigManager implements ConfigService {
     this.config = { ...next, ...Object.fromEntries(restartRequired.filter((s) => !s.includes('.')).map((s) => [s, prev[s as keyof GatewayConfig]])) };
     this.raw = structuredClone(raw);
     const version = await this.opts.store.record(raw, summary, this.opts.clock.now());
+    // gateway.* keys run with the new value in this.config (only whole sections keep the old one), so the next
+    // apply cannot see them differ: they stay pending until the restart.
+    this.pending = [...new Set([...restartRequired, ...this.pending.filter((k) => k.includes('.'))])];
     this.opts.log.info({ version, changes, restartRequired }, `configuration applied: ${summary}`);
     return { version, changes, restartRequired };
   }

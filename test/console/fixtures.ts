@@ -38,8 +38,8 @@ export function rawConfig(dir: string, port: string, extra: Record<string, unkno
 }
 
 /** Starts as `shadowgate run` does: the config applied from the console wins while the file is unchanged. */
-export async function start(raw: Record<string, unknown>, fileText = JSON.stringify(raw)): Promise<Gateway> {
+export async function start(raw: Record<string, unknown>, fileText = JSON.stringify(raw), opts: { restart?: () => void } = {}): Promise<Gateway> {
   const active = await readActiveConfig(String((raw.gateway as { data_dir: string }).data_dir), fileText);
   const use = (active ?? raw) as Record<string, unknown>;
-  return startGateway(validateConfig(use, { env: {} }), { log: silentLogger, raw: use, fileText });
+  return startGateway(validateConfig(use, { env: {} }), { log: silentLogger, raw: use, fileText, ...opts });
 }

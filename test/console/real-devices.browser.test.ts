@@ -213,4 +213,33 @@ test('a scan of ids 1-10 from the page shows as scan probes on the Buses page, n
   }
 });
 
+test('a change that needs a restart comes with a restart button, on the Configuration and System pages', async () => {
+  if (why) return;
+  let restarts = 0;
+  const raw = realConfig();
+  gw = await start(raw, JSON.stringify(raw), { restart: () => restarts++ });
+  const base = `http://127.0.0.1:${gw.httpPort}`;
+  const { page, problems } = await openPage(browser!, `${base}/#/config`);
+  page.on('dialog', (d) => void d.accept());
+  try {
+    await page.waitForFunction(() => (document.querySelector('#config-text') as HTMLTextAreaElement | null)?.value.includes('"sdm"'));
+    const edited = JSON.parse(await page.inputValue('#config-text')) as { shadow: Record<string, unknown> };
+    edited.shadow.persist_interval = '300ms';
+    await page.fill('#config-text', JSON.stringify(edited, null, 2));
+    await page.click('button:has-text("Validate and apply")');
+    await page.waitForSelector('.warn:has-text("Needs a restart to take effect: shadow")');
+    await page.click('button:has-text("Restart now")');
+    await page.waitForSelector('[role="status"]:has-text("Restarting")');
+    await waitFor(() => restarts === 1, 3000, 'the restart asked for');
+
+    await page.goto(`${base}/#/system`);
+    await page.waitForSelector('.restart-card .warn:has-text("waiting for a restart to take effect: shadow")');
+    await page.click('.restart-card button:has-text("Restart now")');
+    await waitFor(() => restarts === 2, 3000, 'the restart asked for from the System page');
+    assert.equal(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
 test.run();
