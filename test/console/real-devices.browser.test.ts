@@ -2,12 +2,13 @@
 /**
  * The console with real devices (Debian's chromium, playwright-core): the whole model library, a Modbus RTU
  * bus on the pymodbus rig over a socat pty, a 34-point meter (eastron-sdm630) and an 8-coil I/O board on it.
- * No view scrolls sideways at 375 or 1280 px (the Add-device page with the Modbus bus chosen lists every
+ * No view scrolls sideways at 375 or 1280 px, and axe-core finds nothing serious on any (the Add-device page with the Modbus bus chosen lists every
  * library model); an opened plot is scrolled into view; a test read shows units and plausibility flags;
  * coils are toggles; a scan's probes are not counted as bus timeouts; a restart button where a restart is
  * needed; device descriptions shown and editable.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -22,6 +23,7 @@ import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable() ?? rigUnavailable();
 if (why) console.log(`SKIP: console real-device tests: ${why}`);
+const require = createRequire(import.meta.url);
 
 let browser: Browser | undefined;
 let rig: Rig | undefined;
@@ -42,6 +44,16 @@ function realConfig(extra: Record<string, unknown> = {}): Record<string, unknown
 /** How far the page scrolls sideways (0 when it fits). */
 const sideways = (page: Page): Promise<number> =>
   page.evaluate(() => document.scrollingElement!.scrollWidth - document.scrollingElement!.clientWidth);
+
+/** axe-core's serious and critical findings on the page as it is. */
+async function seriousAxe(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe;
+    const r = await axe.run();
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.nodes.length})`);
+  });
+}
 
 test.before(async () => {
   if (why) return;
@@ -83,6 +95,7 @@ test('no view scrolls sideways at 375 or 1280 px with the whole library and a Mo
         }
         const over = await sideways(page);
         assert.ok(over <= 0, `${hash} scrolls sideways by ${over}px at ${width}px`);
+        if (width === 1280) assert.equal(await seriousAxe(page), [], `axe on ${hash}`);
       }
     }
     assert.equal(problems, []);
