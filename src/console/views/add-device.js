@@ -14,13 +14,13 @@ function valueText(p) {
 /** The test read point by point, as `shadowgate probe` shows it: value with unit, a flag on each implausible one. */
 function ProbeTable({ probe }) {
   const s = probe.summary;
-  return html`<div class="probe" role="status"><h2>Test read</h2>
-    <p class=${s.implausible || s.failed ? 'warn' : 'ok'}>${s.points} points: ${s.ok} ok, ${s.implausible} implausible, ${s.not_available} not available, ${s.failed} failed</p>
+  return html`<div class="probe"><h2>Test read</h2>
+    <p role="status" class=${s.implausible || s.failed ? 'warn' : 'ok'}>${s.points} points: ${s.ok} ok, ${s.implausible} implausible, ${s.not_available} not available, ${s.failed} failed</p>
     <div class="scroll"><table><tbody>
       ${probe.points.map((p) => html`<tr key=${p.name} class=${p.implausible ? 'implausible' : ''}><th scope="row">${p.name}</th>
-        ${p.error !== undefined ? html`<td class="error" colspan="2">${p.error}</td>` : html`
-          <td class="num" data-point=${p.name}>${valueText(p)}</td>
-          <td class="flag">${p.implausible ? html`<span class="warn" title="implausible">⚠ ${p.implausible}</span>` : ''}</td>`}
+        ${p.error !== undefined ? html`<td class="error">${p.error}</td>` : html`
+          <td><span class="value" data-point=${p.name}>${valueText(p)}</span>
+            ${p.implausible && html`<div class="flag warn">⚠ implausible: ${p.implausible}</div>`}</td>`}
       </tr>`)}
     </tbody></table></div></div>`;
 }
