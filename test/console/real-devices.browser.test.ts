@@ -133,6 +133,9 @@ test('a test read shows values with units and flags the implausible ones, as pro
     await page.fill('label:has-text("Unit id") input[type="number"] >> nth=0', '2');
     await page.fill('input[type="search"]', 'sdm630');
     await page.selectOption('label:has-text("Model") select[size]', 'eastron-sdm630');
+    // The list cuts long lines; the chosen model's whole description shows below it.
+    const library = readModelLibrary().models['eastron-sdm630']!.raw as { description: string };
+    assert.is(await page.textContent('.model-description'), library.description);
     await page.click('button:has-text("Test read")');
     await page.waitForSelector('.probe [data-point="voltage_l1"]');
     // The rig's unit 2: 232.5 V on L1, 0 V on L2 (no voltage: flagged, as `shadowgate probe` flags it).

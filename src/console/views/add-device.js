@@ -49,6 +49,8 @@ export function AddDevice({ editId }) {
   const kind = bus ? (modbus ? 'modbus' : bus.driver === 'gpio' ? 'gpio' : 'sim') : '';
   const q = search.trim().toLowerCase();
   const choices = models.filter((m) => (!kind || m.driver === kind) && (!q || `${m.name} ${m.manufacturer ?? ''} ${m.description ?? ''}`.toLowerCase().includes(q)));
+  // The list cuts each line at the column's width: the chosen model's whole description shows below it.
+  const chosen = models.find((m) => m.name === form.model);
   const set = (key) => (e) => setForm({ ...form, [key]: e.currentTarget.value });
   const device = () => {
     const d = { id: form.id.trim(), model: form.model, bus: form.bus };
@@ -114,8 +116,9 @@ export function AddDevice({ editId }) {
         <fieldset><legend>Model</legend>
           <label>Search the library <input type="search" value=${search} onInput=${(e) => setSearch(e.currentTarget.value)} placeholder="sdm120, relay, temperature…" /></label>
           <label>Model <select required value=${form.model} onChange=${set('model')} size="6">
-            ${choices.map((m) => html`<option value=${m.name}>${m.name}${m.manufacturer ? ` — ${m.manufacturer}` : ''}${m.description ? `: ${m.description}` : ''}</option>`)}
+            ${choices.map((m) => html`<option value=${m.name} title=${m.description ?? ''}>${m.name}${m.manufacturer ? ` — ${m.manufacturer}` : ''}${m.description ? `: ${m.description}` : ''}</option>`)}
           </select></label>
+          ${chosen?.description && html`<p class="hint model-description">${chosen.description}</p>`}
         </fieldset>
         <label>Poll every <input value=${form.poll} onInput=${set('poll')} placeholder="5s" size="8" /></label>
         <label>TTL (offline after no data for) <input value=${form.ttl} onInput=${set('ttl')} placeholder="default" size="8" /></label>
