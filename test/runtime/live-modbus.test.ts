@@ -69,7 +69,7 @@ test('the probes of a scan are counted as scan probes, not as timeouts of the bu
   }), async (g) => {
     const port = g.httpPort;
     await waitFor(() => g.shadow.GetDevicePoint('m1', 'unit_no') === 1, 5000, 'm1 polled');
-    type BusFigures = { timeouts: number; requests: number; scanProbes: number; scanUnanswered: number; lastError: string | null };
+    type BusFigures = { timeouts: number; requests: number; reopens: number; scanProbes: number; scanUnanswered: number; lastError: string | null };
     const figures = (): BusFigures => (g.drivers.get('rs485')!.stats!() as { bus: BusFigures }).bus;
     const before = figures();
     const scan = await call<{ units: number[] }>(port, '/api/v1/bus/scan?id=rs485&from=1&to=10', { method: 'POST' });
@@ -81,6 +81,8 @@ test('the probes of a scan are counted as scan probes, not as timeouts of the bu
     // The 8 silent ids were 8 timeouts before; a poll's own timeout on a loaded machine may still add one.
     assert.ok(after.timeouts - before.timeouts < 8, `bus timeouts ${before.timeouts} → ${after.timeouts} after a scan`);
     assert.not.match(String(after.lastError), /unit ([3-9]|10)\b/);
+    // Eight silent ids in a row are no reason to reopen the link (an RTU bus reopens after 5 timeouts in a row).
+    assert.is(after.reopens, before.reopens);
 
     const probe = await call<{ points: { name: string; value: unknown; unit?: string; implausible?: string }[]; summary: Record<string, number> }>(port, '/api/v1/device/testRead', {
       method: 'POST', headers: { 'content-type': 'application/json' },
