@@ -64,6 +64,11 @@ export interface GatewayOptions {
   ring?: LogRing;
   /** Extra HTTP routes (the console's files). */
   routes?: ((app: ApiApp, kit: RouteKit) => void)[];
+  /**
+   * Restarts the process, for the console's restart button (POST /system/restart). main.ts gives one under
+   * systemd: a clean stop, then an exit status the unit starts again. Absent: the gateway says it cannot.
+   */
+  restart?: () => void;
 }
 
 /** Model facts per point for Home Assistant discovery (on/off lines become switches/binary sensors). */
@@ -121,7 +126,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     });
     const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats() });
     const system = createSystem({
-      buses, dataDir, clock, version: readVersion(),
+      buses, dataDir, clock, version: readVersion(), log,
+      restartPending: () => manager.restartPending(), ...(opts.restart ? { restart: opts.restart } : {}),
       rawBuses: () => {
         const raw = manager.current() as { buses?: Record<string, unknown>[] };
         return Array.isArray(raw.buses) ? raw.buses : [];

@@ -4,7 +4,8 @@
 /**
  * The process: arguments, signals, exit codes. `shadowgate run --config FILE` runs the gateway;
  * `check-config FILE` validates and prints every problem (`path: message`), exit status 2 when invalid.
- * Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.
+ * Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage, 75 a restart asked for from the
+ * console (the systemd unit starts the gateway again: RestartForceExitStatus=75).
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, parseConfigText, readConfigText, validateConfig, type ConfigChecker } from './config/load.js';
@@ -37,6 +38,8 @@ environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADO
   SHADOWGATE_BOOT_STATUS (boot-config's status.json, shown by run as checks.boot_config in /health/shadow)`;
 
 const DEFAULT_CONFIG = '/etc/shadowgate/config.json';
+/** Exit status of a restart asked for from the console (EX_TEMPFAIL); the systemd unit restarts on it. */
+const EXIT_RESTART = 75;
 
 // Driver checks join the config validation (config/ may not import drivers, so they are handed in here).
 const CHECKERS: readonly ConfigChecker[] = [gpioConfigChecker];
@@ -91,10 +94,13 @@ async function run(file: string): Promise<number> {
   const bootStatus = await loadBootStatus(log);
   // systemd Type=notify: READY after start, WATCHDOG from this event loop, STOPPING on shutdown.
   const sd = startSdNotify(log);
+  // Only under systemd (it sets INVOCATION_ID for every start of a unit) does an exit come back as a restart.
+  let restartNow = (): void => {};
+  const restart = process.env.INVOCATION_ID ? { restart: () => restartNow() } : {};
   let gateway;
   try {
     gateway = await startGateway(config, {
-      log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, routes: [], ...(bootStatus ? { bootStatus } : {}),
+      log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, routes: [], ...(bootStatus ? { bootStatus } : {}), ...restart,
     });
   } catch (err) {
     sd.close();
@@ -112,7 +118,7 @@ async function run(file: string): Promise<number> {
   void sd.ready(`listening: http ${gateway.httpPort}, mqtt ${gateway.mqttPort}`);
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (signal: string): void => {
+    const stop = (signal: string, code = 0): void => {
       if (stopping) return;
       stopping = true;
       log.info({ signal }, 'stopping');
@@ -120,7 +126,7 @@ async function run(file: string): Promise<number> {
       gateway.stop().then(async () => {
         await notified;
         sd.close();
-        resolve(0);
+        resolve(code);
       }, async (err: unknown) => {
         log.error({ err }, 'stop failed');
         await notified;
@@ -128,6 +134,7 @@ async function run(file: string): Promise<number> {
         resolve(1);
       });
     };
+    restartNow = () => stop('restart', EXIT_RESTART);
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
     // A bug must not cost the shadow since the last periodic save: log it, save once (bounded), exit 1

@@ -55,6 +55,7 @@ function mountSystem(system: SystemService, kit: RouteKit): void {
   kit.route('GET', '/buses', 'read', () => system.buses());
   kit.route('GET', '/buses/ports', 'read', () => system.ports());
   kit.route('GET', '/system', 'read', () => system.info());
+  kit.route('POST', '/system/restart', 'write', () => system.restart());
   kit.route('GET', '/system/logs', 'admin', (req) => system.logs(Math.min(1000, Math.max(1, intParam(req, 'lines', 300)))));
 }
 

@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Polka, Request } from 'polka';
 import type { GatewayConfig } from '../config/types.js';
 import type { DeviceIO } from '../core/io.js';
+import type { ProbePoint, ProbeSummary } from '../core/point-report.js';
 import type { Shadow } from '../core/shadow.js';
+import type { Value } from '../core/types.js';
 import type { Logger } from '../util/logger.js';
 import type { Access } from './auth.js';
 import type { Fields } from './body.js';
@@ -44,7 +46,17 @@ export interface ModelInfo {
   manufacturer?: string;
   description?: string;
   driver: 'modbus' | 'gpio' | 'sim';
-  points: { name: string; type: string; access: string; unit?: string }[];
+  /** `on_off`: the two states `[off, on]` of an on/off point (config/on-off.ts), shown as a switch. */
+  points: { name: string; type: string; access: string; unit?: string; on_off?: [Value, Value] }[];
+}
+
+/** A test read: the values as the shadow would hold them, and point by point with units and plausibility flags. */
+export interface TestReadResult {
+  values: Record<string, Value>;
+  errors: Record<string, string>;
+  unavailable: Record<string, string>;
+  points: ProbePoint[];
+  summary: ProbeSummary;
 }
 
 /** The runtime configuration the console edits (src/runtime/config-manager.ts implements it). */
@@ -62,7 +74,7 @@ export interface ConfigService {
   /** The configured devices (id, model, bus, unit_id, poll, ttl as written): no secrets, a read. */
   devices(): unknown[];
   scan(busId: string, from: number, to: number): Promise<number[]>;
-  testRead(device: unknown): Promise<{ values: Record<string, unknown>; errors: Record<string, string> }>;
+  testRead(device: unknown): Promise<TestReadResult>;
 }
 
 /** What the System page shows, and the buses list (src/runtime/system.ts implements it). */
@@ -71,6 +83,8 @@ export interface SystemService {
   ports(): Promise<{ path: string; manufacturer?: string; serialNumber?: string }[]>;
   info(): Promise<Record<string, unknown>>;
   logs(lines: number): unknown[];
+  /** Asks the process to restart (answered first, then a clean stop); refused when nothing would start it again. */
+  restart(): { restarting: true };
 }
 
 export interface ApiContext {

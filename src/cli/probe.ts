@@ -9,15 +9,13 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, validateConfig, type ConfigChecker } from '../config/load.js';
 import { readModelLibrary } from '../config/models.js';
-import type { BusConfig, GatewayConfig, ModbusRtuBusConfig, ModelConfig, PointConfig, ResolvedDevice } from '../config/types.js';
+import type { BusConfig, GatewayConfig, ModbusRtuBusConfig, ModelConfig, ResolvedDevice } from '../config/types.js';
 import { systemClock } from '../core/clock.js';
 import { isGatewayError } from '../core/errors.js';
-import { implausibility } from '../core/plausibility.js';
-import { interpretRaw, markerValue, type Interpreted } from '../core/raw-values.js';
-import type { Value } from '../core/types.js';
+import { classifyPoints, summarize, type ProbePoint, type ProbeSummary } from '../core/point-report.js';
 import { createModbusRtuDriverWith } from '../drivers/modbus-rtu.js';
 import { createModbusTcpDriverWith } from '../drivers/modbus-tcp.js';
-import type { Driver, DriverContext, RawValue } from '../drivers/types.js';
+import type { Driver, DriverContext } from '../drivers/types.js';
 import { silentLogger } from '../util/logger.js';
 
 export const PROBE_USAGE = `usage: shadowgate probe --bus ID --unit N --model NAME [--config FILE] [--json] [--timeout MS]
@@ -44,19 +42,6 @@ export interface ProbeHooks {
   checkers?: readonly ConfigChecker[];
 }
 
-/** One point's outcome; exactly one of value (with implausible?), reason (not available) or error is meaningful. */
-export interface ProbePoint {
-  name: string;
-  value: Value | null;
-  unit?: string;
-  /** Why the value is null: the device's "not available" (an invalid marker, an unknown code, NaN, …). */
-  reason?: string;
-  /** The request for this point failed. */
-  error?: string;
-  /** Why the value is not plausible. */
-  implausible?: string;
-}
-
 export interface ProbeReport {
   /** The config's bus id; null for a `--port` bus. */
   bus: string | null;
@@ -64,25 +49,11 @@ export interface ProbeReport {
   unit: number;
   model: string;
   points: ProbePoint[];
-  summary: { points: number; ok: number; implausible: number; not_available: number; failed: number };
+  summary: ProbeSummary;
   /** False when every request timed out. */
   answered: boolean;
   /** The no-answer explanation (with the model's factory serial settings when it declares them). */
   message?: string;
-}
-
-/** Raw values → engineering values with the point's model, exactly as the gateway does (core/raw-values.ts). */
-function interpret(points: readonly PointConfig[], raw: Record<string, RawValue>): Interpreted {
-  return interpretRaw(new Map(points.map((p) => [p.name, p])), raw);
-}
-
-/** Whether the point's model declares this raw value as one of its "not available" markers. */
-function declaredMarker(point: PointConfig, raw: RawValue | undefined): boolean {
-  if (typeof raw !== 'number') return false;
-  return (point.invalid ?? []).some((m) => {
-    const v = markerValue(m.raw, point.modbus?.data_type);
-    return v === raw || (Number.isNaN(v) && Number.isNaN(raw));
-  });
 }
 
 function parseFlags(args: readonly string[]): Map<string, string | boolean> {
@@ -215,35 +186,6 @@ function noAnswer(driver: Driver, deviceId: string, answeredAny: boolean, errors
   if (unit && typeof unit.requests === 'number' && typeof unit.timeouts === 'number') return unit.requests > 0 && unit.timeouts === unit.requests;
   const messages = Object.values(errors);
   return messages.length > 0 && messages.every((m) => /^timeout/.test(m));
-}
-
-/** The outcome of each readable point, in model order. */
-export function classifyPoints(points: readonly PointConfig[], raw: Record<string, RawValue>, errors: Record<string, string>): ProbePoint[] {
-  const { values, unavailable } = interpret(points, raw);
-  return points.map((point) => {
-    const out: ProbePoint = { name: point.name, value: null, ...(point.unit ? { unit: point.unit } : {}) };
-    if (Object.hasOwn(errors, point.name)) return { ...out, error: errors[point.name]! };
-    if (Object.hasOwn(values, point.name)) {
-      const value = values[point.name]!;
-      const flag = implausibility(point, value);
-      return { ...out, value, ...(flag ? { implausible: flag } : {}) };
-    }
-    if (Object.hasOwn(unavailable, point.name)) {
-      const reason = unavailable[point.name]!;
-      const r = raw[point.name];
-      // A NaN/Infinity the model declares as a marker is the device's "not available"; any other is suspect.
-      const flag = typeof r === 'number' && !declaredMarker(point, r) ? implausibility(point, r) : null;
-      return { ...out, reason, ...(flag ? { implausible: flag } : {}) };
-    }
-    return { ...out, error: 'no value returned' };
-  });
-}
-
-export function summarize(points: readonly ProbePoint[]): ProbeReport['summary'] {
-  const failed = points.filter((p) => p.error !== undefined).length;
-  const implausible = points.filter((p) => p.error === undefined && p.implausible !== undefined).length;
-  const notAvailable = points.filter((p) => p.error === undefined && p.implausible === undefined && p.value === null).length;
-  return { points: points.length, ok: points.length - failed - implausible - notAvailable, implausible, not_available: notAvailable, failed };
 }
 
 function valueText(p: ProbePoint): string {

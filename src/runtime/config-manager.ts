@@ -9,9 +9,10 @@ import { resolveDevices } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { Clock } from '../core/clock.js';
 import { GatewayError, badRequest } from '../core/errors.js';
+import { onOffStates } from '../config/on-off.js';
+import { classifyPoints, summarize } from '../core/point-report.js';
 import { interpretRaw } from '../core/raw-values.js';
-import type { Value } from '../core/types.js';
-import type { ApplyResult, ConfigProblem, ConfigService, ModelInfo } from '../api/context.js';
+import type { ApplyResult, ConfigProblem, ConfigService, ModelInfo, TestReadResult } from '../api/context.js';
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
 import type { ConfigStore } from './config-store.js';
@@ -42,6 +43,8 @@ export class ConfigManager implements ConfigService {
   private config: GatewayConfig;
   /** One change at a time: two consoles saving at once apply one after the other. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Sections stored but running on their old values: the last apply's restartRequired (it compares with what runs). */
+  private pending: string[] = [];
 
   constructor(private readonly opts: ConfigManagerOptions) {
     this.raw = structuredClone(opts.raw);
@@ -54,6 +57,11 @@ export class ConfigManager implements ConfigService {
 
   running(): GatewayConfig {
     return this.config;
+  }
+
+  /** Config sections applied that take effect at the next start. */
+  restartPending(): string[] {
+    return [...this.pending];
   }
 
   validate(raw: unknown): { valid: boolean; errors: ConfigProblem[] } {
@@ -130,7 +138,10 @@ export class ConfigManager implements ConfigService {
         ...(m.manufacturer === undefined ? {} : { manufacturer: m.manufacturer }),
         ...(m.description === undefined ? {} : { description: m.description }),
         driver,
-        points: m.points.map((p) => ({ name: p.name, type: p.type, access: p.access, ...(p.unit === undefined ? {} : { unit: p.unit }) })),
+        points: m.points.map((p) => {
+          const states = onOffStates(p);
+          return { name: p.name, type: p.type, access: p.access, ...(p.unit === undefined ? {} : { unit: p.unit }), ...(states ? { on_off: states } : {}) };
+        }),
       };
     }).sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -150,7 +161,7 @@ export class ConfigManager implements ConfigService {
     return driver.scan(from, to);
   }
 
-  async testRead(device: unknown): Promise<{ values: Record<string, Value>; errors: Record<string, string>; unavailable: Record<string, string> }> {
+  async testRead(device: unknown): Promise<TestReadResult> {
     if (!isObj(device) || typeof device.id !== 'string') throw badRequest('the device must be a JSON object with an id');
     const next = this.editable();
     next.devices = [...(next.devices as unknown[]).filter((d) => !(isObj(d) && d.id === device.id)), device];
@@ -161,7 +172,9 @@ export class ConfigManager implements ConfigService {
     if (!driver.probe) throw badRequest(`bus ${resolved.config.bus} cannot test-read a device`);
     const { values: raw, errors } = await driver.probe(resolved);
     const { values, unavailable } = interpretRaw(resolved.points, raw);
-    return { values, errors, unavailable };
+    // Point by point with units and plausibility flags, as `shadowgate probe` prints them.
+    const points = classifyPoints([...resolved.points.values()].filter((p) => p.access !== 'W'), raw, errors);
+    return { values, errors, unavailable, points, summary: summarize(points) };
   }
 
   private editable(): Record<string, unknown> {
@@ -200,6 +213,9 @@ export class ConfigManager implements ConfigService {
     this.config = { ...next, ...Object.fromEntries(restartRequired.filter((s) => !s.includes('.')).map((s) => [s, prev[s as keyof GatewayConfig]])) };
     this.raw = structuredClone(raw);
     const version = await this.opts.store.record(raw, summary, this.opts.clock.now());
+    // gateway.* keys run with the new value in this.config (only whole sections keep the old one), so the next
+    // apply cannot see them differ: they stay pending until the restart.
+    this.pending = [...new Set([...restartRequired, ...this.pending.filter((k) => k.includes('.'))])];
     this.opts.log.info({ version, changes, restartRequired }, `configuration applied: ${summary}`);
     return { version, changes, restartRequired };
   }

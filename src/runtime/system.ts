@@ -5,6 +5,8 @@
 import { statfs } from 'node:fs/promises';
 import type { SystemService } from '../api/context.js';
 import type { Clock } from '../core/clock.js';
+import { badRequest } from '../core/errors.js';
+import type { Logger } from '../util/logger.js';
 import type { LogRing } from '../util/log-ring.js';
 import type { BusesPart } from './buses.js';
 import { clockSynchronized } from './clock-sync.js';
@@ -14,13 +16,21 @@ export interface SystemOptions {
   dataDir: string;
   clock: Clock;
   ring?: LogRing;
+  log?: Logger;
   /** Other parts' figures, read when the page asks. */
   parts: () => Record<string, unknown>;
   /** The buses as the config writes them (durations as text, no defaults filled). */
   rawBuses: () => Record<string, unknown>[];
   /** Read once at start (package.json). */
   version: string;
+  /** Restarts the process (main.ts under systemd); absent when nothing would start it again. */
+  restart?: () => void;
+  /** Config sections applied from the console that wait for a restart. */
+  restartPending: () => string[];
 }
+
+/** Time for the restart's answer to leave before the stop closes the HTTP server. */
+const RESTART_DELAY_MS = 200;
 
 export function createSystem(opts: SystemOptions): SystemService {
   return {
@@ -61,9 +71,17 @@ export function createSystem(opts: SystemOptions): SystemService {
         clock: { synchronized, now: new Date(opts.clock.now()).toISOString() },
         memory: { rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, arrayBuffers: mem.arrayBuffers },
         disk,
+        restart: { available: opts.restart !== undefined, pending: opts.restartPending() },
         ...opts.parts(),
       };
     },
     logs: (lines) => opts.ring?.tail(lines) ?? [],
+    restart() {
+      const restart = opts.restart;
+      if (!restart) throw badRequest('this gateway cannot restart itself: it is not run by its systemd unit (restart it the way it was started)');
+      opts.log?.info({ in: RESTART_DELAY_MS }, 'restart asked for');
+      setTimeout(restart, RESTART_DELAY_MS);
+      return { restarting: true };
+    },
   };
 }

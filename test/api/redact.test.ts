@@ -62,7 +62,7 @@ function fakeConfig(): ConfigService & { applied: unknown[] } {
     apply: async (raw) => (applied.push(raw), result),
     versions: async () => [], rollback: async () => result, putDevice: async () => result, deleteDevice: async () => result,
     putBus: async () => result, deleteBus: async () => result, models: () => [], devices: () => [], scan: async () => [],
-    testRead: async () => ({ values: {}, errors: {} }),
+    testRead: async () => ({ values: {}, errors: {}, unavailable: {}, points: [], summary: { points: 0, ok: 0, implausible: 0, not_available: 0, failed: 0 } }),
   };
 }
 

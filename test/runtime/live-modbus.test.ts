@@ -60,4 +60,41 @@ test('scan, test read and save a meter on a running RTU bus; the meter already t
   });
 });
 
+test('the probes of a scan are counted as scan probes, not as timeouts of the bus; a test read judges each point as probe does', async () => {
+  if (why) return;
+  await withRigGateway('1,2', (rig, dir) => rigConfig(dir, rig, {
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '150ms' }],
+    models: { meter: model },
+    devices: [{ id: 'm1', model: 'meter', bus: 'rs485', unit_id: 1, poll: '1s' }],
+  }), async (g) => {
+    const port = g.httpPort;
+    await waitFor(() => g.shadow.GetDevicePoint('m1', 'unit_no') === 1, 5000, 'm1 polled');
+    type BusFigures = { timeouts: number; requests: number; reopens: number; scanProbes: number; scanUnanswered: number; lastError: string | null };
+    const figures = (): BusFigures => (g.drivers.get('rs485')!.stats!() as { bus: BusFigures }).bus;
+    const before = figures();
+    const scan = await call<{ units: number[] }>(port, '/api/v1/bus/scan?id=rs485&from=1&to=10', { method: 'POST' });
+    assert.ok(scan.body.success, scan.body.errorMsg);
+    assert.equal(scan.body.data.units, [1, 2]);
+    const after = figures();
+    assert.is(after.scanProbes - before.scanProbes, 10);
+    assert.is(after.scanUnanswered - before.scanUnanswered, 8);
+    // The 8 silent ids were 8 timeouts before; a poll's own timeout on a loaded machine may still add one.
+    assert.ok(after.timeouts - before.timeouts < 8, `bus timeouts ${before.timeouts} → ${after.timeouts} after a scan`);
+    assert.not.match(String(after.lastError), /unit ([3-9]|10)\b/);
+    // Eight silent ids in a row are no reason to reopen the link (an RTU bus reopens after 5 timeouts in a row).
+    assert.is(after.reopens, before.reopens);
+
+    const probe = await call<{ points: { name: string; value: unknown; unit?: string; implausible?: string }[]; summary: Record<string, number> }>(port, '/api/v1/device/testRead', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'x', model: 'eastron-sdm630', bus: 'rs485', unit_id: 2 }),
+    });
+    assert.ok(probe.body.success, probe.body.errorMsg);
+    const point = (name: string) => probe.body.data.points.find((p) => p.name === name);
+    assert.equal(point('voltage_l1'), { name: 'voltage_l1', value: 232.5, unit: 'V' });
+    assert.match(point('voltage_l2')?.implausible ?? '', /^0 V: no voltage/);
+    assert.is(probe.body.data.summary.points, 34);
+    assert.is(probe.body.data.summary.implausible, probe.body.data.points.filter((p) => p.implausible).length);
+  });
+});
+
 test.run();

@@ -5,13 +5,33 @@ import { api } from '../api.js';
 import { html } from '../html.js';
 import { loadDevices, loadModels, state } from '../store.js';
 
+/** A value as the probe prints it: with its unit, or the reason it has none. */
+function valueText(p) {
+  if (p.value === null) return `not available (${p.reason ?? 'no value'})`;
+  return p.unit && typeof p.value === 'number' ? `${p.value} ${p.unit}` : String(p.value);
+}
+
+/** The test read point by point, as `shadowgate probe` shows it: value with unit, a flag on each implausible one. */
+function ProbeTable({ probe }) {
+  const s = probe.summary;
+  return html`<div class="probe"><h2>Test read</h2>
+    <p role="status" class=${s.implausible || s.failed ? 'warn' : 'ok'}>${s.points} points: ${s.ok} ok, ${s.implausible} implausible, ${s.not_available} not available, ${s.failed} failed</p>
+    <div class="scroll"><table><tbody>
+      ${probe.points.map((p) => html`<tr key=${p.name} class=${p.implausible ? 'implausible' : ''}><th scope="row">${p.name}</th>
+        ${p.error !== undefined ? html`<td class="error">${p.error}</td>` : html`
+          <td><span class="value" data-point=${p.name}>${valueText(p)}</span>
+            ${p.implausible && html`<div class="flag warn">⚠ implausible: ${p.implausible}</div>`}</td>`}
+      </tr>`)}
+    </tbody></table></div></div>`;
+}
+
 export function AddDevice({ editId }) {
   const editing = editId ? state.config.get(editId) : undefined;
   const [buses, setBuses] = useState([]);
   const [models, setModels] = useState([]);
   const [form, setForm] = useState(() => ({
     id: editId ?? '', bus: editing?.bus ?? '', model: editing?.model ?? '', unit_id: editing?.unit_id ?? '',
-    poll: editing?.poll ?? '5s', ttl: editing?.ttl ?? '',
+    poll: editing?.poll ?? '5s', ttl: editing?.ttl ?? '', description: editing?.description ?? '',
   }));
   const [search, setSearch] = useState('');
   const [scan, setScan] = useState(null);
@@ -29,14 +49,20 @@ export function AddDevice({ editId }) {
   const kind = bus ? (modbus ? 'modbus' : bus.driver === 'gpio' ? 'gpio' : 'sim') : '';
   const q = search.trim().toLowerCase();
   const choices = models.filter((m) => (!kind || m.driver === kind) && (!q || `${m.name} ${m.manufacturer ?? ''} ${m.description ?? ''}`.toLowerCase().includes(q)));
+  // The list cuts each line at the column's width: the chosen model's whole description shows below it.
+  const chosen = models.find((m) => m.name === form.model);
   const set = (key) => (e) => setForm({ ...form, [key]: e.currentTarget.value });
   const device = () => {
     const d = { id: form.id.trim(), model: form.model, bus: form.bus };
     if (modbus && form.unit_id !== '') d.unit_id = Number(form.unit_id);
     if (String(form.poll).trim()) d.poll = String(form.poll).trim();
     if (String(form.ttl).trim()) d.ttl = String(form.ttl).trim();
-    // Keys the form does not show (description, max_registers, …) are kept on an edit.
-    return editing ? { ...editing, ...d } : d;
+    const text = form.description.trim();
+    if (text) d.description = text;
+    // Keys the form does not show (max_registers, unlock_writes, …) are kept on an edit; a cleared description goes.
+    const out = editing ? { ...editing, ...d } : d;
+    if (!text) delete out.description;
+    return out;
   };
   const problems = (err) => (err.data?.errors ?? []).map((p) => `${p.path}: ${p.message}`);
   const doScan = async () => {
@@ -76,6 +102,7 @@ export function AddDevice({ editId }) {
       <h1 id="add-h">${editId ? `Edit ${editId}` : 'Add a device'}</h1>
       <form class="form" onSubmit=${save}>
         <label>Device id <input required value=${form.id} disabled=${!!editId} onInput=${set('id')} placeholder="meter-2" /></label>
+        <label>Description <input value=${form.description} onInput=${set('description')} placeholder="where it is, what it measures" /></label>
         <label>Bus <select value=${form.bus} onChange=${set('bus')}>
           ${buses.map((b) => html`<option value=${b.id}>${b.id} (${b.driver})</option>`)}
         </select></label>
@@ -89,8 +116,9 @@ export function AddDevice({ editId }) {
         <fieldset><legend>Model</legend>
           <label>Search the library <input type="search" value=${search} onInput=${(e) => setSearch(e.currentTarget.value)} placeholder="sdm120, relay, temperature…" /></label>
           <label>Model <select required value=${form.model} onChange=${set('model')} size="6">
-            ${choices.map((m) => html`<option value=${m.name}>${m.name}${m.manufacturer ? ` — ${m.manufacturer}` : ''}${m.description ? `: ${m.description}` : ''}</option>`)}
+            ${choices.map((m) => html`<option value=${m.name} title=${m.description ?? ''}>${m.name}${m.manufacturer ? ` — ${m.manufacturer}` : ''}${m.description ? `: ${m.description}` : ''}</option>`)}
           </select></label>
+          ${chosen?.description && html`<p class="hint model-description">${chosen.description}</p>`}
         </fieldset>
         <label>Poll every <input value=${form.poll} onInput=${set('poll')} placeholder="5s" size="8" /></label>
         <label>TTL (offline after no data for) <input value=${form.ttl} onInput=${set('ttl')} placeholder="default" size="8" /></label>
@@ -98,11 +126,7 @@ export function AddDevice({ editId }) {
           <button type="button" onClick=${doProbe} disabled=${!form.model || !form.id || probe?.busy}>${probe?.busy ? 'Reading…' : 'Test read'}</button>
           <button type="submit" class="primary" disabled=${result?.busy}>Save</button>
         </div>
-        ${probe?.values && html`<div class="probe" role="status"><h2>Test read</h2><table><tbody>
-          ${Object.entries(probe.values).map(([k, v]) => html`<tr><th scope="row">${k}</th><td class="num">${String(v)}</td></tr>`)}
-          ${Object.entries(probe.unavailable ?? {}).map(([k, v]) => html`<tr><th scope="row">${k}</th><td>not available (${v})</td></tr>`)}
-          ${Object.entries(probe.errors).map(([k, v]) => html`<tr><th scope="row">${k}</th><td class="error">${v}</td></tr>`)}
-        </tbody></table></div>`}
+        ${probe?.points && html`<${ProbeTable} probe=${probe} />`}
         ${probe?.error && html`<div class="error" role="alert">${probe.error}<ul>${(probe.problems ?? []).map((p) => html`<li>${p}</li>`)}</ul></div>`}
         ${result?.ok && html`<p class="ok" role="status">${result.ok}</p>`}
         ${result?.error && html`<div class="error" role="alert">${result.error}<ul>${(result.problems ?? []).map((p) => html`<li>${p}</li>`)}</ul></div>`}

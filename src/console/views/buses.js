@@ -17,6 +17,8 @@ function totals(stats) {
     exceptions: b.exceptions ?? 0,
     rtt: b.lastRttMs,
     queue: b.queueDepth,
+    scanProbes: b.scanProbes,
+    scanUnanswered: b.scanUnanswered,
     link: b.link,
     open: b.open,
   };
@@ -75,6 +77,8 @@ export function Buses() {
             <div><dt>Exceptions</dt><dd>${t.exceptions}</dd></div>
             <div><dt>Round trip</dt><dd>${t.rtt == null ? '—' : `${num(t.rtt, 1)} ms`}</dd></div>
             <div><dt>Queue</dt><dd>${t.queue ?? '—'}</dd></div>
+            ${t.scanProbes !== undefined && html`<div title="Requests sent by unit-id scans: an id nobody owns does not answer, which is not a timeout of the bus">
+              <dt>Scan probes</dt><dd>${t.scanProbes}${t.scanProbes ? html` <small>(${t.scanUnanswered} unanswered)</small>` : ''}</dd></div>`}
           </dl>
           ${devices.length > 0 && html`<div class="scroll"><table>
             <thead><tr><th scope="col">Device</th><th scope="col" class="num">Unit</th><th scope="col" class="num">Requests</th>

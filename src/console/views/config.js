@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
 import { loadDevices } from '../store.js';
+import { RestartButton } from './restart.js';
 
 function Outcome({ r }) {
   if (!r) return null;
@@ -15,7 +16,7 @@ function Outcome({ r }) {
   }
   return html`<div class="ok" role="status"><p>Applied as version ${r.version}.</p>
     ${r.changes.length > 0 && html`<ul>${r.changes.map((c) => html`<li>${c}</li>`)}</ul>`}
-    ${r.restartRequired.length > 0 && html`<p class="warn">Needs a restart to take effect: ${r.restartRequired.join(', ')}.</p>`}</div>`;
+    ${r.restartRequired.length > 0 && html`<p class="warn">Needs a restart to take effect: ${r.restartRequired.join(', ')}.</p><${RestartButton} />`}</div>`;
 }
 
 export function Config() {

@@ -1,7 +1,7 @@
 // One device: its points with value, unit, quality (fresh / stale / unavailable), update and write times;
 // writes through the same pipeline as REST (the read-back or the error shows); a history plot per point;
 // edit and remove.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
 import { changed, loadDevices, loadModels, state, useStore } from '../store.js';
@@ -23,13 +23,10 @@ function quality(device, point) {
   return age > goDuration(device.ttl) ? 'stale' : 'fresh';
 }
 
-function WriteControl({ id, point, type }) {
-  const [value, setValue] = useState('');
+/** Writes one point through REST writePoints (same validation as the API) and reads the device back. */
+function useWrite(id, point) {
   const [result, setResult] = useState(null);
-  const send = async (e) => {
-    e.preventDefault();
-    const text = value.trim();
-    const v = type === 'string' || text === '' || Number.isNaN(Number(text)) ? text : Number(text);
+  const write = async (v) => {
     setResult({ busy: true });
     try {
       await api('/device/writePoints', { method: 'POST', body: { id, values: [{ name: point, value: v }] } });
@@ -42,13 +39,37 @@ function WriteControl({ id, point, type }) {
       setResult({ error: err.message });
     }
   };
+  const shown = html`${result?.ok && html`<span class="ok" role="status">${result.ok}</span>`}
+    ${result?.error && html`<span class="error" role="alert">${result.error}</span>`}`;
+  return { result, write, shown };
+}
+
+function WriteControl({ id, point, type }) {
+  const [value, setValue] = useState('');
+  const { result, write, shown } = useWrite(id, point);
+  const send = (e) => {
+    e.preventDefault();
+    const text = value.trim();
+    void write(type === 'string' || text === '' || Number.isNaN(Number(text)) ? text : Number(text));
+  };
   return html`<form class="write" onSubmit=${send}>
     <label class="sr-only" for=${`w-${point}`}>New value for ${point}</label>
     <input id=${`w-${point}`} value=${value} onInput=${(e) => setValue(e.currentTarget.value)} placeholder="value" size="8" />
     <button type="submit" disabled=${result?.busy}>Write</button>
-    ${result?.ok && html`<span class="ok" role="status">${result.ok}</span>`}
-    ${result?.error && html`<span class="error" role="alert">${result.error}</span>`}
+    ${shown}
   </form>`;
+}
+
+/** An on/off point: a switch that writes the other state (`states` is [off, on] as the shadow holds them). */
+function Toggle({ id, point, states, value }) {
+  const { result, write, shown } = useWrite(id, point);
+  const on = value !== null && String(value) === String(states[1]);
+  const label = (v) => (typeof v === 'string' ? v : v ? 'on' : 'off');
+  return html`<div class="write">
+    <button type="button" role="switch" class="switch" id=${`w-${point}`} aria-checked=${on ? 'true' : 'false'} aria-label=${`${point}`}
+      disabled=${result?.busy} onClick=${() => write(states[on ? 0 : 1])}>${label(on ? states[1] : states[0])}</button>
+    ${shown}
+  </div>`;
 }
 
 export function Device({ id }) {
@@ -56,9 +77,14 @@ export function Device({ id }) {
   const [models, setModels] = useState([]);
   const [plot, setPlot] = useState('');
   const [msg, setMsg] = useState('');
+  const plotBox = useRef(null);
   useEffect(() => {
     loadModels().then(setModels, () => {});
   }, []);
+  // The plot opens below the points table, a screen or more down on a big meter: bring it into view.
+  useEffect(() => {
+    if (plot) plotBox.current?.scrollIntoView({ block: 'nearest' });
+  }, [plot]);
   const d = s.devices.get(id);
   if (!s.loaded) return html`<p>Loading…</p>`;
   if (!d) return html`<p class="error" role="alert">Unknown device ${id}. <a href="#/">All devices</a></p>`;
@@ -84,6 +110,7 @@ export function Device({ id }) {
           <button class="danger" onClick=${remove}>Remove</button>
         </span>
       </div>
+      ${cfg?.description && html`<p class="description">${cfg.description}</p>`}
       ${msg && html`<p class="error" role="alert">${msg}</p>`}
       <p class="meta">Model <b>${d.model}</b> · bus <b>${cfg?.bus ?? '?'}</b>${cfg?.unit_id !== undefined ? html` · unit <b>${cfg.unit_id}</b>` : ''}
         · TTL <b>${d.ttl}</b> · failures <b>${d.disconnect_times}</b> · updated <b>${d.updated_at.startsWith('0001') ? 'never' : d.updated_at}</b></p>
@@ -103,13 +130,14 @@ export function Device({ id }) {
               <td><span class=${`badge q-${q}`}>${q}</span></td>
               <td class="time">${p.updated_at.startsWith('0001') ? '' : p.updated_at}</td>
               <td class="time">${p.write_value === null ? '' : `${p.write_value} at ${p.write_time}`}</td>
-              <td>${writable ? html`<${WriteControl} id=${id} point=${p.name} type=${m.type} />` : ''}</td>
+              <td>${!writable ? '' : m.on_off ? html`<${Toggle} id=${id} point=${p.name} states=${m.on_off} value=${p.value} />`
+                : html`<${WriteControl} id=${id} point=${p.name} type=${m.type} />`}</td>
               <td>${typeof p.value === 'number' || m?.type !== 'string'
                 ? html`<button class="link" aria-expanded=${plot === p.name} onClick=${() => setPlot(plot === p.name ? '' : p.name)}>${plot === p.name ? 'Hide' : 'Plot'}</button>` : ''}</td>
             </tr>`;
           })}
         </tbody>
       </table></div>
-      ${plot && html`<h2>History of ${plot}</h2><${HistoryPlot} device=${id} point=${plot} unit=${info(plot)?.unit} />`}
+      ${plot && html`<section ref=${plotBox} aria-label=${`history of ${plot}`}><h2>History of ${plot}</h2><${HistoryPlot} device=${id} point=${plot} unit=${info(plot)?.unit} /></section>`}
     </section>`;
 }

@@ -19,7 +19,7 @@ export function Devices() {
     if (only && d.state !== only) return false;
     if (!q) return true;
     const c = s.config.get(d.id);
-    return d.id.toLowerCase().includes(q) || d.model.toLowerCase().includes(q) || (c?.bus ?? '').toLowerCase().includes(q);
+    return [d.id, d.model, c?.bus ?? '', c?.description ?? ''].some((t) => t.toLowerCase().includes(q));
   });
   const counts = {};
   for (const d of s.devices.values()) counts[d.state] = (counts[d.state] ?? 0) + 1;
@@ -30,7 +30,7 @@ export function Devices() {
         <a class="button" href="#/add">Add a device</a>
       </div>
       <div class="filters">
-        <label>Search <input type="search" value=${text} onInput=${(e) => setText(e.currentTarget.value)} placeholder="id, model or bus" /></label>
+        <label>Search <input type="search" value=${text} onInput=${(e) => setText(e.currentTarget.value)} placeholder="id, model, bus or description" /></label>
         <label>State
           <select value=${only} onChange=${(e) => setOnly(e.currentTarget.value)}>
             <option value="">all</option>
@@ -46,7 +46,7 @@ export function Devices() {
           <th scope="col">Last update</th><th scope="col" class="num">Failures</th><th scope="col">TTL</th></tr></thead>
         <tbody>
           ${rows.map((d) => html`<tr key=${d.id}>
-            <td><a href=${`#/device/${encodeURIComponent(d.id)}`}>${d.id}</a></td>
+            <td><a href=${`#/device/${encodeURIComponent(d.id)}`}>${d.id}</a>${s.config.get(d.id)?.description ? html`<div class="hint">${s.config.get(d.id).description}</div>` : ''}</td>
             <td><${StateBadge} state=${d.state} /></td>
             <td>${d.model}</td>
             <td>${s.config.get(d.id)?.bus ?? ''}</td>

@@ -61,6 +61,12 @@ export interface UnitStats {
 export interface BusIo {
   /** One request; `retries` extra attempts after a timeout or corrupt frame. Throws GatewayError. */
   request(unit: number, req: WireRequest, retries?: number): Promise<number[] | boolean[] | undefined>;
+  /**
+   * One request of a unit-id scan, no retry. Counted as a scan probe, not in the bus's or the unit's requests,
+   * timeouts or exceptions, and no reopen after a run of them: silence from an id nobody owns is what a scan
+   * expects, not a fault of the line (a scan of ids 1–10 with two devices showed "Timeouts 8" on a healthy bus).
+   */
+  probe(unit: number, req: WireRequest): Promise<number[] | boolean[] | undefined>;
 }
 
 interface QueuedJob {
@@ -84,12 +90,16 @@ export class BusOwner {
   private idle: Promise<void> = Promise.resolve();
   private markIdle: () => void = () => {};
   readonly units = new Map<number, UnitStats>();
-  readonly totals = { requests: 0, timeouts: 0, crcErrors: 0, exceptions: 0, errors: 0, opens: 0, lastRttMs: null as number | null, lastError: null as string | null };
+  readonly totals = {
+    requests: 0, timeouts: 0, crcErrors: 0, exceptions: 0, errors: 0, opens: 0, lastRttMs: null as number | null, lastError: null as string | null,
+    /** Requests sent by unit-id scans, and how many of them nobody answered (BusIo.probe). */
+    scanProbes: 0, scanUnanswered: 0,
+  };
   private readonly io: BusIo;
 
   constructor(private readonly transport: ModbusTransport, private readonly options: BusOwnerOptions) {
     this.reopenDelay = options.reopenMinMs;
-    this.io = { request: (unit, req, retries = 0) => this.wire(unit, req, retries) };
+    this.io = { request: (unit, req, retries = 0) => this.wire(unit, req, retries), probe: (unit, req) => this.once(unit, req, true) };
     transport.onLost((reason) => {
       if (this.stopped) return;
       options.log.warn({ bus: options.busId, link: transport.label, reason }, 'modbus link lost; reopening');
@@ -193,7 +203,7 @@ export class BusOwner {
     }
   }
 
-  private async once(unit: number, req: WireRequest): Promise<number[] | boolean[] | undefined> {
+  private async once(unit: number, req: WireRequest, probe = false): Promise<number[] | boolean[] | undefined> {
     const where = `${this.options.busId} (${this.transport.label})`;
     if (!this.transport.isOpen()) {
       throw classify(new LinkDownError(`${where}: link is not open (reopening in the background)`), unit, where);
@@ -201,17 +211,29 @@ export class BusOwner {
     // t3.5: a slave may ignore a request that follows the previous frame too closely.
     await this.silence();
     const stats = this.stats(unit);
-    stats.requests++;
-    this.totals.requests++;
+    if (probe) {
+      this.totals.scanProbes++;
+    } else {
+      stats.requests++;
+      this.totals.requests++;
+    }
     const t0 = performance.now();
     try {
       const result = await this.transport.request(unit, req, this.options.timeoutMs);
       const rtt = performance.now() - t0;
-      stats.lastRttMs = this.totals.lastRttMs = Math.round(rtt * 10) / 10;
+      if (!probe) stats.lastRttMs = this.totals.lastRttMs = Math.round(rtt * 10) / 10;
       this.consecutiveTimeouts = 0;
       return result;
     } catch (err) {
       const c = classify(err, unit, where);
+      if (probe && (c.kind === 'timeout' || c.kind === 'exception')) {
+        // No answer: an id nobody owns. An exception: a device owns the id. Neither is a fault of the bus.
+        if (c.kind === 'timeout') {
+          this.totals.scanUnanswered++;
+          await this.transport.drain(Math.max(this.options.silenceMs * 2, 15), this.options.drainMaxMs);
+        }
+        throw c;
+      }
       this.totals.lastError = c.error.message;
       if (c.kind === 'timeout') {
         stats.timeouts++;

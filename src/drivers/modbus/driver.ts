@@ -229,6 +229,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
           exceptions: t.exceptions,
           errors: t.errors,
           reopens: Math.max(0, t.opens - 1),
+          scanProbes: t.scanProbes,
+          scanUnanswered: t.scanUnanswered,
           lastRttMs: t.lastRttMs,
           queueDepth: owner.queueDepth,
           lastError: t.lastError,

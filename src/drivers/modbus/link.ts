@@ -66,7 +66,8 @@ export function modbusLink(config: BusConfig): ModbusLink {
 /**
  * Unit ids that answer a one-register holding read between `from` and `to`, in order, through the
  * bus's queue (so a scan on a running bus waits its turn between polls). Any answer — data or a Modbus
- * exception — proves a device owns the id. `onUnit` hears each find as it happens.
+ * exception — proves a device owns the id. The requests are scan probes (BusIo.probe), not counted as the
+ * bus's timeouts. `onUnit` hears each find as it happens.
  */
 export async function scanUnits(
   bus: BusOwner, from: number, to: number, onUnit: (unit: number, how: string) => void = () => {},
@@ -74,7 +75,7 @@ export async function scanUnits(
   const found: number[] = [];
   for (let unit = from; unit <= to; unit++) {
     try {
-      await bus.enqueue(PRIORITY.read, (io) => io.request(unit, { fc: 3, address: 0, count: 1 }));
+      await bus.enqueue(PRIORITY.read, (io) => io.probe(unit, { fc: 3, address: 0, count: 1 }));
       found.push(unit);
       onUnit(unit, 'answered');
     } catch (err) {
