@@ -30,7 +30,8 @@ export interface BoundPort {
   readonly poller: { on(event: 'readable', fn: (err: Error | null) => void): unknown; poll(flags: number): void };
   close(): Promise<void>;
 }
-interface Binding { open(options: object): Promise<BoundPort> }
+/** What opens a port: serialport's detected binding, or (tests) one that wraps it. */
+export interface LineBinding { open(options: object): Promise<BoundPort> }
 
 /** The poller's flag for "readable" (bindings-cpp's EVENTS.UV_READABLE). Its "writable" is never asked for. */
 export const UV_READABLE = 1;
@@ -78,12 +79,12 @@ export class RtuLine extends EventEmitter {
   private quietTimer: NodeJS.Timeout | undefined;
   private restTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: RtuOptions) {
+  constructor(private readonly options: RtuOptions, private readonly binding = SerialPort.binding as unknown as LineBinding) {
     super();
     this.t35 = silenceMs(options.baudRate);
     this.charMs = charMs(options.baudRate);
     this.frameGapMs = Math.max(50, Math.ceil(4 * this.t35));
-    this.listener = new LineListener(this.t35);
+    this.listener = new LineListener(this.t35, this.frameGapMs);
   }
 
   // ---- modbus-serial's port seam ----
@@ -165,7 +166,7 @@ export class RtuLine extends EventEmitter {
 
   private async openPort(): Promise<void> {
     const { path, baudRate, dataBits, stopBits, parity } = this.options;
-    const port = await (SerialPort.binding as unknown as Binding).open({ path, baudRate, dataBits, stopBits, parity });
+    const port = await this.binding.open({ path, baudRate, dataBits, stopBits, parity });
     if (typeof port.fd !== 'number' || typeof port.poller?.poll !== 'function') {
       await port.close().catch(() => {});
       throw new Error(`${path}: this platform's serial binding has no fd poller (non-blocking reads need one)`);
@@ -199,7 +200,9 @@ export class RtuLine extends EventEmitter {
     this.polling = false;
     if (this.closing || !this.port) return;
     if (err) {
-      if (!(err as { canceled?: boolean }).canceled) this.fail(err);
+      // libuv reports POLLERR (the other end gone) as EBADF. Not from inside the native callback: a
+      // listener that throws there aborts the process.
+      if (!(err as { canceled?: boolean }).canceled) process.nextTick(() => this.fail(err));
       return;
     }
     this.readNow();

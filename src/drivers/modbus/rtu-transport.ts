@@ -49,8 +49,10 @@ export class RtuTransport extends ClientTransport {
     return this.line?.lastByteAt() ?? 0;
   }
 
+  /** Another master's request not answered yet, or a frame heard that is not whole yet (rtu-line.ts). */
   override answerPendingUntil(): number {
-    return this.line?.listener.answerPendingUntil() ?? 0;
+    const listener = this.line?.listener;
+    return listener ? Math.max(listener.answerPendingUntil(), listener.busyUntil()) : 0;
   }
 
   override present(): boolean {

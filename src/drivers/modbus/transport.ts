@@ -35,7 +35,10 @@ export interface ModbusTransport {
   drain(quietMs: number, maxMs: number): Promise<void>;
   /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
   lastRxAt?(): number;
-  /** Until when another master's request heard on the line may still be answered (0: none pending). */
+  /**
+   * Until when the line is not free for another reason than silence: another master's request heard may
+   * still be answered, or a frame heard has not ended yet (0: neither).
+   */
   answerPendingUntil?(): number;
   /**
    * Takes in, synchronously, what has come but was not read yet (the event loop was held up); returns how
