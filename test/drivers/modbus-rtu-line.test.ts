@@ -118,6 +118,26 @@ test('answers in one piece, an exception, and a glitch byte before an answer', a
   });
 });
 
+test('an answer read in one piece with another master\'s whole request before it is refused, not handed on', async () => {
+  if (why) return;
+  await withLine(async ({ line, client, other }) => {
+    // Its request went out with ours; the loop was held up, so its request and its answer are read together.
+    let reply = (): Buffer => Buffer.concat([withCrc(1, 3, 0, 10, 0, 1), withCrc(1, 3, 2, 0xa0, 0x1a)]);
+    other.on('data', () => other.write(reply()));
+    let refused = '';
+    let frames = 0;
+    line.onRefused = (reason) => (refused = reason);
+    line.on('data', () => frames++);
+    client.setTimeout(300);
+    await read(line, client, 1, 1).catch(() => {});
+    assert.match(refused, /after another frame/);
+    assert.is(frames, 0);
+    // A glitch byte is no frame: the answer after it is taken.
+    reply = () => Buffer.concat([Buffer.from([0]), withCrc(1, 3, 2, 0, 5)]);
+    assert.equal(await read(line, client, 1, 1), [5]);
+  });
+});
+
 test('bytes heard between transactions are stamped and never handed to modbus-serial', async () => {
   if (why) return;
   await withLine(async ({ line, other }) => {

@@ -17,7 +17,7 @@ import { readSync, writeSync } from 'node:fs';
 import { SerialPort } from 'serialport';
 import { crcOk, expectedResponseLength, NEED_MORE, UNKNOWN } from '../../protocol/modbus/frame.js';
 import { charMs, silenceMs } from '../../protocol/modbus/wire-cost.js';
-import { LineListener } from './line-listener.js';
+import { endsWithFrame, LineListener } from './line-listener.js';
 import type { RtuOptions } from './transport.js';
 
 /**
@@ -212,6 +212,7 @@ export class RtuLine extends EventEmitter {
   private readonly onRest = (): void => {
     this.restTimer = undefined;
     this.readNow();
+    if (this.inTransaction && !this.settled) this.armQuiet();
     this.arm();
   };
 
@@ -254,9 +255,18 @@ export class RtuLine extends EventEmitter {
     this.rxLen += n;
     if (this.settled) return;
     this.find();
-    if (this.settled) return;
-    if (this.quietTimer) this.quietTimer.refresh();
-    else this.quietTimer = setTimeout(this.onQuiet, this.frameGapMs);
+    // Sleeping to the frame's end, the line reads then and judges the silence after that read.
+    if (!this.settled && this.restMs < 2) this.armQuiet();
+  }
+
+  /** The frame gap from the last byte heard: then what came is judged (onQuiet). */
+  private armQuiet(): void {
+    const wait = Math.max(1, Math.ceil(this.frameGapMs - (performance.now() - this.lastByte)));
+    if (this.quietTimer && wait >= this.frameGapMs) this.quietTimer.refresh();
+    else {
+      clearTimeout(this.quietTimer);
+      this.quietTimer = setTimeout(this.onQuiet, wait);
+    }
   }
 
   /** When the byte at `i` came. */
@@ -295,8 +305,11 @@ export class RtuLine extends EventEmitter {
 
   private answer(i: number, length: number): void {
     if (i > 0) {
+      // Bytes before it that were a frame of their own — silence between, or a whole frame by its length and
+      // CRC (read in one piece with the answer when the loop was held up): another master's request went out
+      // with ours, and this is likely its answer — same unit, function and length, so it passes every other check.
       const silence = this.timeOf(i) - this.timeOf(i - 1);
-      if (silence >= this.t35) {
+      if (silence >= this.t35 || endsWithFrame(this.rx.subarray(0, i))) {
         return this.refuse(`an answer that came after another frame (${i} bytes, then ${silence.toFixed(0)} ms of silence): it may be the answer to someone else's request`);
       }
     }
@@ -315,11 +328,7 @@ export class RtuLine extends EventEmitter {
     if (!this.inTransaction || this.settled) return;
     this.readNow(); // a held-up loop (or a line sleeping to the frame's end) may not have read it yet
     if (this.settled) return;
-    const quiet = performance.now() - this.lastByte;
-    if (quiet < this.frameGapMs - 1) {
-      this.quietTimer = setTimeout(this.onQuiet, Math.ceil(this.frameGapMs - quiet));
-      return;
-    }
+    if (performance.now() - this.lastByte < this.frameGapMs - 1) return this.armQuiet();
     this.refuse(`${this.rxLen} bytes, then ${this.frameGapMs} ms of silence: ${this.badCrc ? 'a frame with a bad CRC' : 'an incomplete answer or not an answer to this request'}`);
   };
 }
