@@ -5,28 +5,22 @@
  * — same unit, function and length, so it would pass every check — for its own. So a request heard on the
  * line holds the line until its answer begins or the response timeout has passed.
  */
+import { crcOk, expectedRequestLength, expectedResponseLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
 
-/** Modbus RTU CRC-16 (poly 0xA001, init 0xFFFF). */
-export function crc16(buf: Uint8Array): number {
-  let crc = 0xffff;
-  for (const b of buf) {
-    crc ^= b;
-    for (let i = 0; i < 8; i++) crc = crc & 1 ? (crc >>> 1) ^ 0xa001 : crc >>> 1;
+/** Whether `bytes` ends with a whole request frame of any function code frame.ts can size, with a good CRC. */
+export function endsWithRequest(bytes: Uint8Array): boolean {
+  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
+    const unit = bytes[s]!;
+    if (unit >= 1 && unit <= 247 && s + expectedRequestLength(bytes, s) === bytes.length && crcOk(bytes, s, bytes.length)) return true;
   }
-  return crc;
+  return false;
 }
 
-const crcOk = (frame: Buffer): boolean => frame.length >= 4 && frame.readUInt16LE(frame.length - 2) === crc16(frame.subarray(0, -2));
-
-/** Whether `bytes` ends with a whole request frame (FC 1–6: 8 bytes; FC 15/16: 9 + byte count). */
-export function endsWithRequest(bytes: Buffer): boolean {
-  if (bytes.length >= 8) {
-    const tail = bytes.subarray(bytes.length - 8);
-    if (tail[0]! >= 1 && tail[0]! <= 247 && tail[1]! >= 1 && tail[1]! <= 6 && crcOk(tail)) return true;
-  }
-  for (let len = 11; len <= Math.min(bytes.length, 256); len++) {
-    const tail = bytes.subarray(bytes.length - len);
-    if ((tail[1] === 15 || tail[1] === 16) && tail.length === 9 + tail[6]! && tail[0]! >= 1 && tail[0]! <= 247 && crcOk(tail)) return true;
+/** Whether `bytes` ends with a whole frame (a request or a response) with a good CRC. */
+export function endsWithFrame(bytes: Uint8Array): boolean {
+  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
+    const end = bytes.length;
+    if ((s + expectedRequestLength(bytes, s) === end || s + expectedResponseLength(bytes, s) === end) && crcOk(bytes, s, end)) return true;
   }
   return false;
 }
@@ -36,9 +30,14 @@ export class LineListener {
   private lastAt = -Infinity;
   private answering = false;
   private pendingUntil = 0;
+  private midFrameUntil = 0;
 
-  /** `gapMs`: silence that ends a frame (t3.5). */
-  constructor(private readonly gapMs: number) {}
+  /**
+   * `gapMs`: silence that ends a frame (t3.5). `holdMs`: how long bytes that do not end a whole frame hold
+   * the line (0: not at all) — an adapter or a relay that hands a frame over in bursts can leave more
+   * than t3.5 between two of its bytes, and a request sent into that gap collides with the rest.
+   */
+  constructor(private readonly gapMs: number, private readonly holdMs = 0) {}
 
   /** Bytes heard outside our own transactions; `answerWaitMs`: how long a slave may take to answer. */
   heard(chunk: Buffer, now: number, answerWaitMs: number): void {
@@ -56,6 +55,7 @@ export class LineListener {
     }
     this.lastAt = now;
     if (!this.answering && endsWithRequest(this.frame)) this.pendingUntil = now + answerWaitMs;
+    this.midFrameUntil = this.holdMs > 0 && !endsWithFrame(this.frame) ? now + this.holdMs : 0;
   }
 
   /** Our own transaction takes the line: what came before it is no longer pending. */
@@ -63,6 +63,7 @@ export class LineListener {
     this.frame = Buffer.alloc(0);
     this.answering = false;
     this.pendingUntil = 0;
+    this.midFrameUntil = 0;
   }
 
   /** When bytes were last heard outside our own transactions (-Infinity: never). */
@@ -73,5 +74,10 @@ export class LineListener {
   /** Until when another master's request may still be answered (0: none pending). */
   answerPendingUntil(): number {
     return this.pendingUntil;
+  }
+
+  /** Until when bytes heard that do not end a whole frame hold the line (0: they end one, or no hold). */
+  busyUntil(): number {
+    return this.midFrameUntil;
   }
 }

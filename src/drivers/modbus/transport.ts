@@ -9,7 +9,7 @@ import type { ModbusTable } from '../../protocol/modbus/address.js';
 import { GatewayError } from '../../core/errors.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
-const ModbusRTU = M.default;
+export const ModbusRTU = M.default;
 
 export type WireRequest =
   | { fc: 1 | 2 | 3 | 4; address: number; count: number }
@@ -35,7 +35,10 @@ export interface ModbusTransport {
   drain(quietMs: number, maxMs: number): Promise<void>;
   /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
   lastRxAt?(): number;
-  /** Until when another master's request heard on the line may still be answered (0: none pending). */
+  /**
+   * Until when the line is not free for another reason than silence: another master's request heard may
+   * still be answered, or a frame heard has not ended yet (0: neither).
+   */
   answerPendingUntil?(): number;
   /**
    * Takes in, synchronously, what has come but was not read yet (the event loop was held up); returns how
@@ -106,6 +109,11 @@ export abstract class ClientTransport implements ModbusTransport {
 
   protected abstract connect(client: Client): Promise<void>;
 
+  /** A fresh client for each open (an RTU link hands it a port of its own). */
+  protected newClient(): Client {
+    return new ModbusRTU();
+  }
+
   /**
    * How long an open may take. A wedged USB adapter can leave open() pending forever, which would hold
    * the bus (and its reopen loop) with it: past this the open fails and the bus's reopen backoff goes on.
@@ -114,7 +122,7 @@ export abstract class ClientTransport implements ModbusTransport {
 
   async open(): Promise<void> {
     await this.close();
-    const client = new ModbusRTU();
+    const client = this.newClient();
     // modbus-serial re-emits port errors; an EventEmitter 'error' without a listener would kill the process.
     client.on('error', (err: unknown) => this.markLost(`error: ${String((err as Error)?.message ?? err)}`));
     client.on('close', () => this.markLost('closed'));
