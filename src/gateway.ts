@@ -34,6 +34,8 @@ import { clockSynchronized } from './runtime/clock-sync.js';
 import type { LogRing } from './util/log-ring.js';
 import type { Logger } from './util/logger.js';
 import { readVersion } from './util/version.js';
+import { DataDirDamage } from './store/damage.js';
+import { checkExportFiles } from './runtime/data-check.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -62,6 +64,8 @@ export interface GatewayOptions {
   checkers?: readonly ConfigChecker[];
   /** The logger's recent lines, for the console. */
   ring?: LogRing;
+  /** Damaged files set aside in data_dir (main.ts starts it before reading active.json); default: a new one. */
+  damage?: DataDirDamage;
   /** Extra HTTP routes (the console's files). */
   routes?: ((app: ApiApp, kit: RouteKit) => void)[];
 }
@@ -79,6 +83,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const clock = opts.clock ?? systemClock;
   const dataDir = path.resolve(config.gateway.data_dir);
   await mkdir(dataDir, { recursive: true });
+  const damage = opts.damage ?? new DataDirDamage(dataDir);
+  if (!opts.damage) damage.attach(log);
   const parts = new PartList(log);
   try {
     const shadow = new Shadow({
@@ -88,7 +94,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     // and only then do drivers start (a simulator resumes from the restored values).
     const buses = new BusesPart(config, { shadow, clock, log });
     const eventLoop = await parts.start(createEventLoopPart());
-    const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
+    const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log, damage));
     await parts.start(buses);
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
     // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
@@ -96,13 +102,14 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 2000);
     syncTimer.unref();
     parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
-    const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized));
+    const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized, damage));
+    await checkExportFiles(dataDir, damage);
     const exporter = await parts.start(createExportPart({
       shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => pointInfo(buses.devices.get(id)),
       mqtt: config.mqtt, export: config.export, gatewayId: config.gateway.id, dataDir, clock, log,
     }));
 
-    const store = new ConfigStore(path.join(dataDir, 'config'), sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)));
+    const store = new ConfigStore(path.join(dataDir, 'config'), sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)), damage);
     await store.open();
     // The running config is always a version, so a rollback can return to it (also after the file was edited).
     const raw = opts.raw ?? config;
@@ -140,6 +147,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           shadow, persist: persistence.stats(),
           buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
           extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
+          dataDir: { damaged: damage.list(), lost: damage.lost },
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
         }),
       },

@@ -11,9 +11,11 @@ export interface HealthInputs {
   extra?: Record<string, unknown>;
   /** boot-config's status.json (src/config/boot-status.ts), shown as `boot_config`; `ok: false` degrades the report. */
   bootStatus?: Record<string, unknown>;
+  /** Damaged files found in data_dir at start (store/damage.ts); `lost`: one was set aside, which degrades the report. */
+  dataDir?: { damaged: readonly unknown[]; lost: boolean };
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -23,6 +25,8 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: 
   if (persist.lastError || historyError || missingBuses.length > 0 || stats.onlineDevices < stats.totalDevices) status = 'degraded';
   // The gateway runs, but not on the config the user last wrote: they need to hear that.
   if (bootStatus?.ok === false) status = 'degraded';
+  // A damaged file was set aside at start: the gateway serves without what it held (a repaired torn tail does not count).
+  if (dataDir?.lost) status = 'degraded';
   if (buses.configured.length > 0 && running.length === 0) status = 'unhealthy';
   return {
     status,
@@ -38,6 +42,7 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: 
       },
       ...extra,
       ...(bootStatus ? { boot_config: bootStatus } : {}),
+      ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
       process: { uptimeSeconds: Math.round(process.uptime()), rssBytes: process.memoryUsage.rss() },
     },
   };
