@@ -34,6 +34,7 @@ import { clockSynchronized } from './runtime/clock-sync.js';
 import type { LogRing } from './util/log-ring.js';
 import type { Logger } from './util/logger.js';
 import { readVersion } from './util/version.js';
+import { sameValue } from './util/same-value.js';
 import { DataDirDamage } from './store/damage.js';
 import { checkExportFiles } from './runtime/data-check.js';
 
@@ -114,7 +115,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     // The running config is always a version, so a rollback can return to it (also after the file was edited).
     const raw = opts.raw ?? config;
     const latest = await store.latestVersion();
-    if (!latest || JSON.stringify(latest.raw) !== JSON.stringify(raw)) {
+    if (!latest || !sameValue(latest.raw, raw)) {
       await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now());
     }
     const library = readModelLibrary();

@@ -15,13 +15,14 @@ import type { ApplyResult, ConfigProblem, ConfigService, ModelInfo } from '../ap
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
 import type { ConfigStore } from './config-store.js';
+import { sameValue } from '../util/same-value.js';
 
 /** Sections a running gateway cannot take without a restart (ports, data dir, table size, MQTT, history). */
 const RESTART_SECTIONS = ['gateway', 'http', 'mqtt', 'shadow', 'history', 'export'] as const;
 /** What `buses.apply` takes live; a gpio board change restarts the gpio buses only. */
 const LIVE_GATEWAY_KEYS = new Set(['board', 'log_level']);
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+const same = sameValue;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface ConfigManagerOptions {
