@@ -21,8 +21,9 @@ import { shadowAllJson } from './api/rest-shape.js';
 import type { ApiApp, RouteKit } from './api/context.js';
 import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.js';
 import { BusesPart } from './runtime/buses.js';
-import { ConfigManager } from './runtime/config-manager.js';
-import { ConfigStore, sha256 } from './runtime/config-store.js';
+import { ConfigManager, type FileDrift } from './runtime/config-manager.js';
+import { consoleDrift } from './config/console-drift.js';
+import { ConfigStore, originOf, sha256 } from './runtime/config-store.js';
 import { createExportPart, type PointInfo } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
@@ -115,8 +116,14 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     // The running config is always a version, so a rollback can return to it (also after the file was edited).
     const raw = opts.raw ?? config;
     const latest = await store.latestVersion();
+    let drift: FileDrift | undefined;
     if (!latest || !sameValue(latest.raw, raw)) {
-      await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now());
+      // The file was edited after the console applied a change: the file wins, and what it undid is shown.
+      if (latest && originOf(latest) === 'console') {
+        const entries = consoleDrift((await store.fileVersionBefore(latest.version))?.raw ?? {}, latest.raw, raw);
+        if (entries.length > 0) drift = { consoleVersion: latest.version, time: latest.time, entries };
+      }
+      await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now(), 'file');
     }
     const library = readModelLibrary();
     const manager = new ConfigManager({
@@ -127,6 +134,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         log.level = level;
       },
     });
+    if (drift) {
+      manager.setFileDrift(drift);
+      log.warn({ consoleVersion: drift.consoleVersion, undone: drift.entries },
+        `the configuration file undoes what the console applied (version ${drift.consoleVersion}): ${drift.entries.map((e) => `${e.path} ${e.change}`).join(', ')}; ` +
+        'POST /api/v1/config/file-drift/console returns to the console\'s version');
+    }
     const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats() });
     const system = createSystem({
       buses, dataDir, clock, version: readVersion(),
@@ -149,6 +162,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
           extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
           dataDir: { damaged: damage.list(), lost: damage.lost },
+          fileDrift: manager.fileDrift(),
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
         }),
       },

@@ -13,9 +13,11 @@ export interface HealthInputs {
   bootStatus?: Record<string, unknown>;
   /** Damaged files found in data_dir at start (store/damage.ts); `lost`: one was set aside, which degrades the report. */
   dataDir?: { damaged: readonly unknown[]; lost: boolean };
+  /** An edited config file undid console changes at this start (runtime/config-manager.ts): shown, not degrading. */
+  fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[] } | null;
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -43,6 +45,8 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
       ...extra,
       ...(bootStatus ? { boot_config: bootStatus } : {}),
       ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
+      // The paths can name MQTT users: the list itself is behind the write token (GET /config/file-drift).
+      ...(fileDrift ? { config_file: { console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length, details: '/api/v1/config/file-drift' } } : {}),
       process: { uptimeSeconds: Math.round(process.uptime()), rssBytes: process.memoryUsage.rss() },
     },
   };

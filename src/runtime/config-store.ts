@@ -24,7 +24,15 @@ export interface ConfigVersion {
   time: number;
   summary: string;
   raw: unknown;
+  /** Where it came from: the config file read at a start, or a change applied from the console/API. */
+  origin?: VersionOrigin;
 }
+
+export type VersionOrigin = 'file' | 'console';
+
+/** Versions recorded before `origin` existed are told apart by the summary the start wrote. */
+export const FILE_SUMMARIES = ['configuration at start', 'configuration file changed'];
+export const originOf = (v: ConfigVersion): VersionOrigin => v.origin ?? (FILE_SUMMARIES.includes(v.summary) ? 'file' : 'console');
 
 interface Active {
   base_sha256: string;
@@ -74,10 +82,10 @@ export class ConfigStore {
   }
 
   /** Records a version and makes it the active config. */
-  async record(raw: unknown, summary: string, time: number): Promise<number> {
+  async record(raw: unknown, summary: string, time: number, origin: VersionOrigin = 'console'): Promise<number> {
     const version = this.latest + 1;
     this.latest = version;
-    const entry: ConfigVersion = { version, time, summary, raw };
+    const entry: ConfigVersion = { version, time, summary, raw, origin };
     // The active file first: it is what the next start runs; a lost history entry only loses a rollback point.
     await atomicWriteFile(path.join(this.dir, 'active.json'), JSON.stringify({ base_sha256: this.baseSha, version, config: raw } satisfies Active));
     await this.must().setItem(`v${version}`, entry);
@@ -98,6 +106,15 @@ export class ConfigStore {
       if (entry) out.push({ version: entry.version, time: entry.time, summary: entry.summary });
     }
     return out;
+  }
+
+  /** The newest version read from the config file before `version` (what the console's changes started from). */
+  async fileVersionBefore(version: number): Promise<ConfigVersion | undefined> {
+    for (const v of (await this.keys()).filter((k) => k < version).sort((a, b) => b - a)) {
+      const entry = await this.get(v);
+      if (entry && originOf(entry) === 'file') return entry;
+    }
+    return undefined;
   }
 
   async get(version: number): Promise<ConfigVersion | undefined> {
