@@ -107,6 +107,17 @@ async function run(file: string): Promise<number> {
   }
   const damage = new DataDirDamage(fromFile.config.gateway.data_dir);
   const loaded = await withActive(file, fromFile, damage);
+  if (loaded.config.gateway.data_dir !== fromFile.config.gateway.data_dir) {
+    // The console moved data_dir (taking effect now): that directory needs its own lock; the file's is let go.
+    try {
+      const moved = await lockDataDir(loaded.config.gateway.data_dir);
+      await lock.release();
+      lock = moved;
+    } catch (err) {
+      await lock.release();
+      return explainStartup(err, loaded.config);
+    }
+  }
   const { config } = loaded;
   const ring = new LogRing();
   const log = createLogger(config.gateway.log_level, ring);

@@ -30,7 +30,7 @@ export function createHistoryPart(
   let detach = (): void => {};
   let openError: string | undefined;
   const dir = path.join(dataDir, 'history');
-  const unsynced = new UnsyncedRanges(UnsyncedRanges.fileIn(dir), (err) => log.error({ err }, 'unsynced ranges not saved'));
+  const unsynced = new UnsyncedRanges(UnsyncedRanges.fileIn(dir), (err) => log.error({ err }, 'unsynced ranges not saved'), damage);
   const owner = {};
   const start = async (): Promise<void> => {
     if (!config.history.enable) return;
