@@ -38,7 +38,9 @@ export function describeStartupFailure(err: unknown, config: GatewayConfig): str
   const e = err as Errno;
   if (!(err instanceof Error) || typeof e.code !== 'string') return undefined;
   if (e.syscall === 'listen' || e.code === 'EADDRINUSE' || e.code === 'EADDRNOTAVAIL') {
-    const hit = portSettings(config).find((s) => s.port !== 0 && s.port === e.port) ?? portSettings(config).find((s) => s.host === e.address);
+    // By port; by address only for an address that is not this machine's (other listeners may share a host).
+    const hit = portSettings(config).find((s) => s.port !== 0 && s.port === e.port)
+      ?? (e.code === 'EADDRNOTAVAIL' ? portSettings(config).find((s) => s.host === e.address) : undefined);
     if (!hit) return undefined;
     const fix = hit.off ? `set ${hit.setting} or ${hit.off}` : `set ${hit.setting}`;
     if (e.code === 'EADDRINUSE') return `${hit.setting} ${hit.port} is in use by another program${usualHolder(hit.port)}: ${fix}`;
