@@ -6,7 +6,8 @@
  * Node has no flock(2), and the packages that add one are native modules (built per Node version) or
  * mtime-based (proper-lockfile: a timer must refresh the lock, and a stalled event loop loses it). A PID
  * file is enough for a system service: a lock left by a gateway that died (SIGKILL, power cut) names a PID
- * that no longer runs, or one that is not a shadowgate — then it is stale and taken over.
+ * that no longer runs, or one that is not a shadowgate (after a reboot) — then it is stale and taken over.
+ * The lock file's age is not used: a Pi without RTC boots with its clock behind and NTP steps it later.
  */
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -28,9 +29,10 @@ async function gatewayAlive(pid: number): Promise<boolean> {
     // EPERM: it runs under another user; it exists.
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  // After a reboot the PID may belong to anything: only a node process counts (no /proc: trust the PID).
+  // After a reboot the PID may belong to anything (Node-RED is a node process too): only a command line that
+  // runs shadowgate counts — the bundle (shadowgate.mjs), dist/main.js or src/main.ts. No /proc: trust the PID.
   const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
-  return cmdline === undefined || /node|shadowgate/.test(cmdline);
+  return cmdline === undefined || /shadowgate|\bmain\.[cm]?[jt]s\0run\b/.test(cmdline);
 }
 
 async function create(file: string): Promise<boolean> {

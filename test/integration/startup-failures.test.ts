@@ -120,6 +120,14 @@ test('a second gateway on the same data_dir stops before restoring anything; a s
   // A gateway killed by SIGKILL (or a power cut) leaves its lock: a PID that no longer runs is stale.
   const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
   await writeFile(path.join(dataDir, 'gateway.lock'), `${gone.stdout}\n`);
+  const second2 = cli(['run', '--config', config], env(dataDir));
+  await waitReady(second2);
+  second2.kill('SIGTERM');
+  assert.is(await exited(second2), 0);
+  // After a reboot its PID may belong to another program, even another node process: stale too.
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  others.add(other);
+  await writeFile(path.join(dataDir, 'gateway.lock'), `${other.pid}\n`);
   const third = cli(['run', '--config', config], env(dataDir));
   let err = '';
   third.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -127,6 +135,7 @@ test('a second gateway on the same data_dir stops before restoring anything; a s
   assert.is((await call(port3, '/api/v1/ok')).body.data, true);
   third.kill('SIGTERM');
   assert.is(await exited(third), 0, err);
+  other.kill('SIGKILL');
 });
 
 
