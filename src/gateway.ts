@@ -21,8 +21,9 @@ import { shadowAllJson } from './api/rest-shape.js';
 import type { ApiApp, RouteKit } from './api/context.js';
 import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.js';
 import { BusesPart } from './runtime/buses.js';
-import { ConfigManager } from './runtime/config-manager.js';
-import { ConfigStore, sha256 } from './runtime/config-store.js';
+import { ConfigManager, type FileDrift } from './runtime/config-manager.js';
+import { consoleDrift } from './config/console-drift.js';
+import { ConfigStore, originOf, sha256 } from './runtime/config-store.js';
 import { createExportPart, type PointInfo } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
@@ -34,6 +35,9 @@ import { clockSynchronized } from './runtime/clock-sync.js';
 import type { LogRing } from './util/log-ring.js';
 import type { Logger } from './util/logger.js';
 import { readVersion } from './util/version.js';
+import { sameValue } from './util/same-value.js';
+import { DataDirDamage } from './store/damage.js';
+import { checkExportFiles } from './runtime/data-check.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -62,6 +66,8 @@ export interface GatewayOptions {
   checkers?: readonly ConfigChecker[];
   /** The logger's recent lines, for the console. */
   ring?: LogRing;
+  /** Damaged files set aside in data_dir (main.ts starts it before reading active.json); default: a new one. */
+  damage?: DataDirDamage;
   /** Extra HTTP routes (the console's files). */
   routes?: ((app: ApiApp, kit: RouteKit) => void)[];
   /**
@@ -84,6 +90,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const clock = opts.clock ?? systemClock;
   const dataDir = path.resolve(config.gateway.data_dir);
   await mkdir(dataDir, { recursive: true });
+  const damage = opts.damage ?? new DataDirDamage(dataDir);
+  if (!opts.damage) damage.attach(log);
   const parts = new PartList(log);
   try {
     const shadow = new Shadow({
@@ -93,7 +101,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     // and only then do drivers start (a simulator resumes from the restored values).
     const buses = new BusesPart(config, { shadow, clock, log });
     const eventLoop = await parts.start(createEventLoopPart());
-    const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
+    const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log, damage));
     await parts.start(buses);
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
     // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
@@ -101,19 +109,26 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 2000);
     syncTimer.unref();
     parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
-    const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized));
+    const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized, damage));
+    await checkExportFiles(dataDir, damage);
     const exporter = await parts.start(createExportPart({
       shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => pointInfo(buses.devices.get(id)),
       mqtt: config.mqtt, export: config.export, gatewayId: config.gateway.id, dataDir, clock, log,
     }));
 
-    const store = new ConfigStore(path.join(dataDir, 'config'), sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)));
+    const store = new ConfigStore(path.join(dataDir, 'config'), sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)), damage);
     await store.open();
     // The running config is always a version, so a rollback can return to it (also after the file was edited).
     const raw = opts.raw ?? config;
     const latest = await store.latestVersion();
-    if (!latest || JSON.stringify(latest.raw) !== JSON.stringify(raw)) {
-      await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now());
+    let drift: FileDrift | undefined;
+    if (!latest || !sameValue(latest.raw, raw)) {
+      // The file was edited after the console applied a change: the file wins, and what it undid is shown.
+      if (latest && originOf(latest) === 'console') {
+        const entries = consoleDrift((await store.fileVersionBefore(latest.version))?.raw ?? {}, latest.raw, raw);
+        if (entries.length > 0) drift = { consoleVersion: latest.version, time: latest.time, entries };
+      }
+      await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now(), 'file');
     }
     const library = readModelLibrary();
     const manager = new ConfigManager({
@@ -124,6 +139,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         log.level = level;
       },
     });
+    if (drift) {
+      manager.setFileDrift(drift);
+      log.warn({ consoleVersion: drift.consoleVersion, undone: drift.entries },
+        `the configuration file undoes what the console applied (version ${drift.consoleVersion}): ${drift.entries.map((e) => `${e.path} ${e.change}`).join(', ')}; ` +
+        'POST /api/v1/config/file-drift/console returns to the console\'s version');
+    }
     const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats() });
     const system = createSystem({
       buses, dataDir, clock, version: readVersion(), log,
@@ -146,6 +167,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           shadow, persist: persistence.stats(),
           buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
           extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
+          dataDir: { damaged: damage.list(), lost: damage.lost },
+          fileDrift: manager.fileDrift(),
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
         }),
       },

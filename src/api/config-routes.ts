@@ -38,6 +38,16 @@ function mountConfig(config: ConfigService, kit: RouteKit): void {
   kit.route('GET', '/config/versions', 'admin', () => config.versions());
   kit.route('POST', '/config/rollback', 'write', (req, body) =>
     config.rollback(Number(body?.['version'] ?? req.query['version'])));
+  // An edited config file that undid console changes: what it undid, and the way back (docs/rest.md).
+  if (config.fileDrift && config.returnToConsole && config.keepFile) {
+    const { fileDrift, returnToConsole, keepFile } = { fileDrift: config.fileDrift.bind(config), returnToConsole: config.returnToConsole.bind(config), keepFile: config.keepFile.bind(config) };
+    kit.route('GET', '/config/file-drift', 'admin', () => fileDrift());
+    kit.route('POST', '/config/file-drift/console', 'write', () => returnToConsole());
+    kit.route('POST', '/config/file-drift/file', 'write', () => {
+      keepFile();
+      return null;
+    });
+  }
   kit.route('PUT', '/config/device', 'write', (req, body) => config.putDevice(id(req), body ?? {}));
   kit.route('DELETE', '/config/device', 'write', (req) => config.deleteDevice(id(req)));
   kit.route('PUT', '/config/bus', 'write', (req, body) => config.putBus(id(req), body ?? {}));

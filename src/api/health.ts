@@ -11,9 +11,13 @@ export interface HealthInputs {
   extra?: Record<string, unknown>;
   /** boot-config's status.json (src/config/boot-status.ts), shown as `boot_config`; `ok: false` degrades the report. */
   bootStatus?: Record<string, unknown>;
+  /** Damaged files found in data_dir at start (store/damage.ts); `lost`: one was set aside, which degrades the report. */
+  dataDir?: { damaged: readonly unknown[]; lost: boolean };
+  /** An edited config file undid console changes at this start (runtime/config-manager.ts): shown, not degrading. */
+  fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[] } | null;
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -23,6 +27,8 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: 
   if (persist.lastError || historyError || missingBuses.length > 0 || stats.onlineDevices < stats.totalDevices) status = 'degraded';
   // The gateway runs, but not on the config the user last wrote: they need to hear that.
   if (bootStatus?.ok === false) status = 'degraded';
+  // A damaged file was set aside at start: the gateway serves without what it held (a repaired torn tail does not count).
+  if (dataDir?.lost) status = 'degraded';
   if (buses.configured.length > 0 && running.length === 0) status = 'unhealthy';
   return {
     status,
@@ -38,6 +44,9 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus }: 
       },
       ...extra,
       ...(bootStatus ? { boot_config: bootStatus } : {}),
+      ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
+      // The paths can name MQTT users: the list itself is behind the write token (GET /config/file-drift).
+      ...(fileDrift ? { config_file: { console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length, details: '/api/v1/config/file-drift' } } : {}),
       process: { uptimeSeconds: Math.round(process.uptime()), rssBytes: process.memoryUsage.rss() },
     },
   };

@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { TokenPrompt } from './auth.js';
+import { FileDriftBanner } from './file-drift.js';
 import { html } from './html.js';
 import { loadDevices, startLive, useStore } from './store.js';
 import { AddDevice } from './views/add-device.js';
@@ -50,7 +51,7 @@ function App() {
       </ul></nav>
       <span class=${`live ${s.live ? 'on' : 'off'}`} role="status" title="live updates">${s.live ? 'live' : 'reconnecting…'}</span>
     </header>
-    <main id="main" tabindex="-1"><${View} parts=${parts} /></main>
+    <main id="main" tabindex="-1"><${FileDriftBanner} /><${View} parts=${parts} /></main>
     <${TokenPrompt} />`;
 }
 

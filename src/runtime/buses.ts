@@ -14,8 +14,9 @@ import { driverFactories } from '../drivers/registry.js';
 import type { Driver } from '../drivers/types.js';
 import { createShadowSink, type ShadowSink } from '../io/sink.js';
 import type { Logger } from '../util/logger.js';
+import { sameValue } from '../util/same-value.js';
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+const same = sameValue;
 
 export interface BusesOptions {
   shadow: Shadow;

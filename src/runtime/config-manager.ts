@@ -16,13 +16,15 @@ import type { ApplyResult, ConfigProblem, ConfigService, ModelInfo, TestReadResu
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
 import type { ConfigStore } from './config-store.js';
+import type { DriftEntry } from '../config/console-drift.js';
+import { sameValue } from '../util/same-value.js';
 
 /** Sections a running gateway cannot take without a restart (ports, data dir, table size, MQTT, history). */
 const RESTART_SECTIONS = ['gateway', 'http', 'mqtt', 'shadow', 'history', 'export'] as const;
 /** What `buses.apply` takes live; a gpio board change restarts the gpio buses only. */
 const LIVE_GATEWAY_KEYS = new Set(['board', 'log_level']);
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+const same = sameValue;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface ConfigManagerOptions {
@@ -38,8 +40,17 @@ export interface ConfigManagerOptions {
   onLogLevel?: (level: string) => void;
 }
 
+/** The console's version an edited config file undid at this start, and what it undid (config/console-drift.ts). */
+export interface FileDrift {
+  consoleVersion: number;
+  /** Wall time the console's version was applied, ms. */
+  time: number;
+  entries: DriftEntry[];
+}
+
 export class ConfigManager implements ConfigService {
   private raw: unknown;
+  private drift: FileDrift | undefined;
   private config: GatewayConfig;
   /** One change at a time: two consoles saving at once apply one after the other. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -49,6 +60,31 @@ export class ConfigManager implements ConfigService {
   constructor(private readonly opts: ConfigManagerOptions) {
     this.raw = structuredClone(opts.raw);
     this.config = opts.config;
+  }
+
+  /** Set once at start by the composition root when the file won over the console's version. */
+  setFileDrift(drift: FileDrift | undefined): void {
+    this.drift = drift;
+  }
+
+  fileDrift(): FileDrift | null {
+    return this.drift ? structuredClone(this.drift) : null;
+  }
+
+  /** Applies the console's version the edited file undid (recorded as a new version; the next start keeps it). */
+  async returnToConsole(): Promise<ApplyResult> {
+    const drift = this.drift;
+    if (!drift) throw badRequest('the configuration file has not undone a console change since the start');
+    const entry = await this.opts.store.get(drift.consoleVersion);
+    if (!entry) throw badRequest(`configuration version ${drift.consoleVersion} is no longer kept`);
+    const result = await this.apply(entry.raw, `returned to the console's version ${drift.consoleVersion}`);
+    this.drift = undefined;
+    return result;
+  }
+
+  /** The file's version wins: the warning is dropped (the console's version stays in the history). */
+  keepFile(): void {
+    this.drift = undefined;
   }
 
   current(): unknown {

@@ -12,6 +12,7 @@ import type { Shadow } from '../core/shadow.js';
 import { attachHistory, historyAggregate, historyQuery, openHistory, type HistoryRow, type HistoryStore, type KnownPoint } from '../store/history.js';
 import { UnsyncedRanges } from '../store/history/unsynced.js';
 import { parseDuration } from '../core/duration.js';
+import type { DamageSink } from '../store/damage.js';
 import type { Logger } from '../util/logger.js';
 
 import type { Part } from '../core/lifecycle.js';
@@ -23,12 +24,13 @@ export interface HistoryPart extends Part {
 
 export function createHistoryPart(
   config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger, clockSynchronized: () => boolean | null = () => null,
+  damage?: DamageSink,
 ): HistoryPart {
   let store: HistoryStore | undefined;
   let detach = (): void => {};
   let openError: string | undefined;
   const dir = path.join(dataDir, 'history');
-  const unsynced = new UnsyncedRanges(UnsyncedRanges.fileIn(dir), (err) => log.error({ err }, 'unsynced ranges not saved'));
+  const unsynced = new UnsyncedRanges(UnsyncedRanges.fileIn(dir), (err) => log.error({ err }, 'unsynced ranges not saved'), damage);
   const owner = {};
   const start = async (): Promise<void> => {
     if (!config.history.enable) return;
@@ -37,7 +39,7 @@ export function createHistoryPart(
       // 1,000 × 100 fleet (issue 16's fleet F) without a word beyond a counter.
       store = await openHistory({ dir, retention: config.history.retention, maxDisk: config.history.max_disk, maxSeries: Math.max(65_536, config.shadow.max_points),
         // Room for what arrives while a flush waits behind a seal (a seal of a big fleet's log takes seconds on a Pi).
-        bufferSamples: Math.max(65_536, config.shadow.max_points), clock, log });
+        bufferSamples: Math.max(65_536, config.shadow.max_points), clock, log, ...(damage ? { damage } : {}) });
       await unsynced.load();
       detach = attachHistory(shadow.bus, store);
       // Samples written on a clock not yet synchronized are flagged, not dropped (rule 11).

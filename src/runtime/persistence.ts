@@ -11,6 +11,7 @@ import type { Shadow } from '../core/shadow.js';
 import { restoreSnapshot } from '../core/snapshot.js';
 import { startPersisting, type PersistStats, type Persister } from '../store/persist-loop.js';
 import { openShadowStore } from '../store/shadow-store.js';
+import { ignoreDamage, type DamageSink } from '../store/damage.js';
 import type { Logger } from '../util/logger.js';
 import { clockSynchronized } from './clock-sync.js';
 
@@ -20,7 +21,9 @@ export interface PersistencePart extends Part {
   stats(): PersistStats & Record<string, unknown>;
 }
 
-export function createPersistencePart(config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger): PersistencePart {
+export function createPersistencePart(
+  config: GatewayConfig, dataDir: string, shadow: Shadow, clock: Clock, log: Logger, damage: DamageSink = ignoreDamage,
+): PersistencePart {
   let persister: Persister | undefined;
   let store: Awaited<ReturnType<typeof openShadowStore>> | undefined;
   let ttlTimer: NodeJS.Timeout | undefined;
@@ -29,7 +32,7 @@ export function createPersistencePart(config: GatewayConfig, dataDir: string, sh
   return {
     name: 'persistence',
     async start() {
-      const opened = await openShadowStore({ dir: path.join(dataDir, 'shadow'), log: log.child({ part: 'store' }) });
+      const opened = await openShadowStore({ dir: path.join(dataDir, 'shadow'), log: log.child({ part: 'store' }), damage });
       store = opened;
       const loaded = await opened.load();
       for (const problem of loaded.problems) log.error({ problem }, 'persisted shadow problem');

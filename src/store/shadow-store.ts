@@ -14,13 +14,14 @@
  * newest generation was lost, which a missing file alone cannot. The bulk data does not go through
  * node-persist: its setItem deep-copies via JSON (stringify + parse of megabytes on the main thread).
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import nodePersist from 'node-persist';
 import type { LocalStorage } from 'node-persist';
 import type { Shadow } from '../core/shadow.js';
 import type { ShadowSnapshot } from '../core/snapshot.js';
 import type { Logger } from '../util/logger.js';
+import { ignoreDamage, type DamageSink } from './damage.js';
 import { atomicWriteFile, fsyncDir, removeStaleTmp } from '../util/atomic-file.js';
 import { type Encoded, GenerationEncoder } from './generation-encoder.js';
 import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
@@ -88,11 +89,14 @@ export interface OpenShadowStoreOptions {
   /** `<data_dir>/shadow`; created if missing. */
   dir: string;
   log: Logger;
+  /** Where damaged files go (store/damage.ts); default: left in place, only reported as problems. */
+  damage?: DamageSink;
 }
 
 export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<ShadowStore> {
   const dir = path.resolve(opts.dir);
   const { log } = opts;
+  const damage = opts.damage ?? ignoreDamage;
   await mkdir(dir, { recursive: true });
   const stale = await removeStaleTmp(dir);
   if (stale.length > 0) log.warn({ dir, files: stale }, 'removed temp files left by an interrupted save');
@@ -135,6 +139,7 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       return m;
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'shadow manifest unreadable (torn by a crash?); judging generations by their own headers');
+      await damage.setAside(storage.getDatumPath(MANIFEST_KEY), `shadow manifest unreadable (${(err as Error).message}); generations judged by their own headers`);
       return null;
     }
   }
@@ -176,6 +181,7 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       } catch (err) {
         const why = err instanceof GenerationError ? 'corrupt' : 'unreadable';
         problems.push(`${fileOf(slot)}: ${why}, ignored (${(err as Error).message})`);
+        await damage.setAside(file, `shadow generation ${why} (${(err as Error).message})`);
       }
     }
     if (manifest) seq = Math.max(seq, manifest.seq);
@@ -196,10 +202,18 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
 
   /** Applies the journal's deltas when they belong to this generation; returns how many were applied. */
   async function replayJournal(snapshot: ShadowSnapshot, baseSeq: number, problems: string[]): Promise<number> {
-    const found = await readJournal(path.join(dir, JOURNAL));
+    const journalFile = path.join(dir, JOURNAL);
+    const found = await readJournal(journalFile);
+    // Present but without a valid header (emptied, garbage): its deltas cannot be read, the file is kept aside.
+    if (!found && (await stat(journalFile).then(() => true, () => false))) {
+      await damage.setAside(journalFile, 'shadow journal unreadable (no valid header): changes since the last full save are lost');
+    }
     if (!found || found.baseSeq !== baseSeq || found.structureSeq !== snapshot.structureSeq) return 0;
     // A torn tail is the record a crash interrupted: expected after a power cut, within the loss bound.
-    if (found.tornBytes > 0) log.info({ bytes: found.tornBytes }, 'shadow journal ends with a record cut short by a crash; ignored');
+    if (found.tornBytes > 0) {
+      log.info({ bytes: found.tornBytes }, 'shadow journal ends with a record cut short by a crash; ignored');
+      await damage.repaired(journalFile, `shadow journal ends with ${found.tornBytes} bytes of a record cut short; that record is ignored`);
+    }
     try {
       applyDeltas(snapshot, found.records);
       return found.records.length;

@@ -6,6 +6,7 @@
 import { open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
+import { ignoreDamage, type DamageSink } from '../damage.js';
 import { HEADER_BYTES, blockMaxTs } from './format.js';
 import { scanBlocks } from './scan.js';
 import { LogSegment, SealedSegment, type Segment } from './segment.js';
@@ -21,7 +22,7 @@ export interface Loaded {
   truncatedBytes: number;
 }
 
-export async function loadSegments(dir: string, log: Logger): Promise<Loaded> {
+export async function loadSegments(dir: string, log: Logger, damage: DamageSink = ignoreDamage): Promise<Loaded> {
   const seqs = new Map<number, Set<string>>();
   for (const name of await readdir(dir)) {
     if (name.endsWith('.tmp')) {
@@ -49,10 +50,11 @@ export async function loadSegments(dir: string, log: Logger): Promise<Loaded> {
         continue;
       }
       log.warn({ file: segPath }, 'history: sealed segment is damaged; removed');
+      await damage.setAside(segPath, 'history sealed segment damaged: its samples are not served');
       await rm(segPath, { force: true });
       if (!kinds.has('log')) continue;
     }
-    const { seg, truncated } = await recoverLog(seq, logPath, log);
+    const { seg, truncated } = await recoverLog(seq, logPath, log, damage);
     out.segments.push(seg);
     out.truncatedBytes += truncated;
   }
@@ -60,7 +62,7 @@ export async function loadSegments(dir: string, log: Logger): Promise<Loaded> {
 }
 
 /** Rebuilds a log's block index and cuts a torn or garbage tail back to the last whole block. */
-async function recoverLog(seq: number, path: string, log: Logger): Promise<{ seg: LogSegment; truncated: number }> {
+async function recoverLog(seq: number, path: string, log: Logger, damage: DamageSink): Promise<{ seg: LogSegment; truncated: number }> {
   const seg = new LogSegment(seq, path);
   const fh = await open(path, 'r+');
   try {
@@ -70,6 +72,8 @@ async function recoverLog(seq: number, path: string, log: Logger): Promise<{ seg
         count: meta.count, minTs: meta.baseTs, maxTs: blockMaxTs(buf, off, meta) }, at);
     });
     if (good < size) {
+      // The original first: a garbage log would otherwise be cut to nothing with no trace of what it held.
+      await damage.repaired(path, `history log: ${size - good} bytes after the last whole record cut${good === 0 ? ' (nothing readable: the log is empty now)' : ''}`, good === 0);
       await fh.truncate(good);
       await fh.sync();
       log.warn({ file: path, bytes: size - good }, 'history: torn tail truncated to the last whole record');

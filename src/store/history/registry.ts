@@ -9,6 +9,7 @@
 import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
+import { ignoreDamage, type DamageSink } from '../damage.js';
 
 export const REGISTRY_FILE = 'series.jsonl';
 
@@ -34,7 +35,7 @@ export class SeriesRegistry {
 
   private constructor(private readonly path: string, private readonly maxSeries: number) {}
 
-  static async open(dir: string, maxSeries: number, log: Logger): Promise<SeriesRegistry> {
+  static async open(dir: string, maxSeries: number, log: Logger, damage: DamageSink = ignoreDamage): Promise<SeriesRegistry> {
     const reg = new SeriesRegistry(join(dir, REGISTRY_FILE), maxSeries);
     let text = '';
     try {
@@ -55,6 +56,9 @@ export class SeriesRegistry {
     }
     // Rewritten only when it holds more than its live series (deleted ones, several `next` lines) or a torn or
     // unterminated line: rewriting 100k compact lines at every start was ~5 MB and an fsync of flash per boot.
+    // Nothing readable at all is damage, not a torn last line: the file is kept aside whole.
+    if (torn && records === 0) await damage.setAside(reg.path, 'history series registry unreadable: the history recorded so far cannot be named');
+    else if (torn) await damage.repaired(reg.path, `history series registry: a torn line after ${records} records dropped`);
     if (torn || (text !== '' && !text.endsWith('\n')) || records !== reg.byId.size + 1) {
       await reg.rewrite();
     } else {

@@ -26,7 +26,7 @@ const MAX_LOG_BLOCKS = 131_072;
 
 export async function openHistory(opts: HistoryOptions): Promise<HistoryStore> {
   await mkdir(opts.dir, { recursive: true });
-  const registry = await SeriesRegistry.open(opts.dir, opts.maxSeries ?? 65_536, opts.log);
+  const registry = await SeriesRegistry.open(opts.dir, opts.maxSeries ?? 65_536, opts.log, opts.damage);
   const store = new FileHistoryStore(opts, registry);
   await store.load();
   return store;
@@ -71,7 +71,7 @@ class FileHistoryStore implements HistoryStore {
 
   /** Reads the directory back (recover.ts), resumes the newest log, starts the flush timer. */
   async load(): Promise<void> {
-    const found = await loadSegments(this.opts.dir, this.log);
+    const found = await loadSegments(this.opts.dir, this.log, this.opts.damage);
     this.sealed = found.segments;
     this.nextSeq = found.nextSeq;
     this.counts.truncated = found.truncatedBytes;

@@ -1,4 +1,5 @@
 /** Public types of the point history store. */
+import type { DamageSink } from '../damage.js';
 import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../../util/logger.js';
 import type { AggFunction, TimedValue } from './buckets.js';
@@ -12,6 +13,8 @@ export interface HistoryOptions {
   maxDisk: number;
   clock: Clock;
   log: Logger;
+  /** Where damaged files go (store/damage.ts); default: torn tails cut and damaged segments removed, logged only. */
+  damage?: DamageSink;
   /** How often buffered samples go to disk, ms (default 10 s; 0 = only on flush()/close(), for tests). */
   flushInterval?: number;
   /** Write buffer capacity in samples (default 65,536); when full before a flush completes, samples are dropped and counted. */

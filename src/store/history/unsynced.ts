@@ -8,6 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { atomicWriteFile } from '../../util/atomic-file.js';
+import { ignoreDamage, type DamageSink } from '../damage.js';
 
 export interface Range {
   from: number;
@@ -19,18 +20,26 @@ export class UnsyncedRanges {
   private open: Range | null = null;
   private saving: Promise<void> = Promise.resolve();
 
-  constructor(private readonly file: string, private readonly onError: (err: unknown) => void) {}
+  constructor(private readonly file: string, private readonly onError: (err: unknown) => void, private readonly damage: DamageSink = ignoreDamage) {}
 
   static fileIn(dir: string): string {
     return path.join(dir, 'unsynced-ranges.json');
   }
 
   async load(): Promise<void> {
+    this.ranges = [];
+    let text: string;
     try {
-      const list = JSON.parse(await readFile(this.file, 'utf8')) as Range[];
-      this.ranges = list.filter((r) => Number.isFinite(r.from) && Number.isFinite(r.to));
+      text = await readFile(this.file, 'utf8');
     } catch {
-      this.ranges = [];
+      return;
+    }
+    try {
+      const list = JSON.parse(text) as unknown;
+      if (!Array.isArray(list)) throw new Error('not a list of ranges');
+      this.ranges = (list as Range[]).filter((r) => Number.isFinite(r?.from) && Number.isFinite(r?.to));
+    } catch (err) {
+      await this.damage.setAside(this.file, `unsynchronized-clock ranges unreadable (${(err as Error).message}): history recorded then is no longer flagged`);
     }
   }
 

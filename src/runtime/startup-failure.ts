@@ -1,0 +1,60 @@
+/**
+ * Start-up failures a user can fix (a port taken, data_dir not writable or used by another gateway) as one
+ * line naming the cause and the setting that fixes it; main.ts prints it without a stack trace and exits 1.
+ * Anything not recognised here is a bug and keeps its stack.
+ */
+import type { GatewayConfig } from '../config/types.js';
+
+/** A failure whose message is already the line to show. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+type Errno = NodeJS.ErrnoException & { port?: number; address?: string };
+
+/** Settings that bind a port, in the order they are started (the first that matches is named). */
+function portSettings(config: GatewayConfig): { setting: string; host: string; port: number; off?: string }[] {
+  const out: { setting: string; host: string; port: number; off?: string }[] = [];
+  if (config.mqtt.enable) {
+    out.push({ setting: 'mqtt.port', host: config.mqtt.host, port: config.mqtt.port, off: 'mqtt.enable=false' });
+    out.push({ setting: 'mqtt.ws_port', host: config.mqtt.host, port: config.mqtt.ws_port, off: 'mqtt.enable=false' });
+  }
+  out.push({ setting: 'http.port', host: config.http.host, port: config.http.port });
+  return out;
+}
+
+/** Who usually holds a well-known port on a Pi next to Home Assistant. */
+const usualHolder = (port: number): string =>
+  port === 1883 || port === 8883 ? ' (Mosquitto?)' : port === 8083 || port === 9001 ? ' (a broker\'s WebSocket listener?)' : '';
+
+const ACCESS = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/** The one line for a start-up failure the user can fix, or undefined for anything else. */
+export function describeStartupFailure(err: unknown, config: GatewayConfig): string | undefined {
+  if (err instanceof StartupError) return err.message;
+  const e = err as Errno;
+  if (!(err instanceof Error) || typeof e.code !== 'string') return undefined;
+  if (e.syscall === 'listen' || e.code === 'EADDRINUSE' || e.code === 'EADDRNOTAVAIL') {
+    // By port; by address only for an address that is not this machine's (other listeners may share a host).
+    const hit = portSettings(config).find((s) => s.port !== 0 && s.port === e.port)
+      ?? (e.code === 'EADDRNOTAVAIL' ? portSettings(config).find((s) => s.host === e.address) : undefined);
+    if (!hit) return undefined;
+    const fix = hit.off ? `set ${hit.setting} or ${hit.off}` : `set ${hit.setting}`;
+    if (e.code === 'EADDRINUSE') return `${hit.setting} ${hit.port} is in use by another program${usualHolder(hit.port)}: ${fix}`;
+    if (e.code === 'EADDRNOTAVAIL') return `${hit.setting.replace(/\.(ws_)?port$/, '.host')} ${hit.host} is not an address of this machine: set it to one (0.0.0.0 = every interface)`;
+    if (e.code === 'EACCES') return `${hit.setting} ${hit.port} is below 1024 and needs privileges this process lacks: ${fix} (1024 or above)`;
+    return undefined;
+  }
+  const dataDir = config.gateway.data_dir;
+  if (ACCESS.has(e.code) && typeof e.path === 'string' && (e.path === dataDir || e.path.startsWith(`${dataDir}/`) || dataDir.startsWith(`${e.path}/`))) {
+    return `gateway.data_dir ${dataDir} is not writable (${e.code} on ${e.path}): give the service's user write access to it, or set gateway.data_dir`;
+  }
+  if ((e.code === 'ENOTDIR' || e.code === 'EEXIST') && typeof e.path === 'string' && dataDir.startsWith(e.path)) {
+    return `gateway.data_dir ${dataDir} cannot be a directory (${e.code} on ${e.path}): set gateway.data_dir`;
+  }
+  if (e.code === 'ENOSPC') return `no space left on the disk of gateway.data_dir ${dataDir}: free some space, or set gateway.data_dir`;
+  return undefined;
+}
