@@ -1,7 +1,7 @@
 # The two commands a user needs: `make run` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
-APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium
+APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus
 
 .PHONY: run build test lint bench install deps system-deps clean dist image image-test reliability
 

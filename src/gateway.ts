@@ -172,7 +172,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
         }),
       },
-      metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats() }),
+      metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),
       routes: [
         (app, kit) => history.routes(app, kit),
         ...(consoleFiles ? [(app: ApiApp) => mountConsole(app, consoleFiles)] : []),

@@ -122,21 +122,21 @@ export async function benchFootprint(): Promise<Result[]> {
       const eld = { p99: 0, max: 0 };
       const w0 = writeBytes(pid);
       const h0 = dirBytes(path.join(f.dataDir, 'history'));
-      const s0 = await metric(f.gw.port, 'shadowgate_history_recorded_samples');
-      const d0 = await metric(f.gw.port, 'shadowgate_history_dropped_samples');
+      const s0 = await metric(f.gw.port, 'shadowgate_history_recorded_samples_total');
+      const d0 = await metric(f.gw.port, 'shadowgate_history_dropped_samples_total');
       const t0 = performance.now();
       while (performance.now() - t0 < WINDOW_S * 1000) {
         await settle(5000);
         rss.push(rssOf(pid));
-        eld.p99 = Math.max(eld.p99, await metric(f.gw.port, 'shadowgate_event_loop_window_p99_ms'));
-        eld.max = Math.max(eld.max, await metric(f.gw.port, 'shadowgate_event_loop_window_max_ms'));
+        eld.p99 = Math.max(eld.p99, 1000 * (await metric(f.gw.port, 'shadowgate_event_loop_delay_window_p99_seconds')));
+        eld.max = Math.max(eld.max, 1000 * (await metric(f.gw.port, 'shadowgate_event_loop_delay_window_max_seconds')));
       }
       const seconds = (performance.now() - t0) / 1000;
       const written = writeBytes(pid) - w0;
       const historyDir = dirBytes(path.join(f.dataDir, 'history')) - h0;
       // The floor: the samples history records, at the log's 13 bytes a sample (docs/history.md).
-      const samples = (await metric(f.gw.port, 'shadowgate_history_recorded_samples')) - s0;
-      const dropped = (await metric(f.gw.port, 'shadowgate_history_dropped_samples')) - d0;
+      const samples = (await metric(f.gw.port, 'shadowgate_history_recorded_samples_total')) - s0;
+      const dropped = (await metric(f.gw.port, 'shadowgate_history_dropped_samples_total')) - d0;
       const history = samples * 13;
       const mean = rss.reduce((a, b) => a + b, 0) / rss.length;
       const peak = Math.max(...rss);

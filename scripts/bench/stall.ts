@@ -74,12 +74,12 @@ export async function benchStall(): Promise<Result[]> {
         buckets = body.data?.length ?? 0;
         queries++;
         await settle(2500);
-        worst.p99 = Math.max(worst.p99, await metric(gw.port, 'shadowgate_event_loop_window_p99_ms'));
-        worst.max = Math.max(worst.max, await metric(gw.port, 'shadowgate_event_loop_window_max_ms'));
+        worst.p99 = Math.max(worst.p99, 1000 * (await metric(gw.port, 'shadowgate_event_loop_delay_window_p99_seconds')));
+        worst.max = Math.max(worst.max, 1000 * (await metric(gw.port, 'shadowgate_event_loop_delay_window_max_seconds')));
       }
       await settle(10_000); // the window holding the storm's end is complete
-      worst.p99 = Math.max(worst.p99, await metric(gw.port, 'shadowgate_event_loop_window_p99_ms'));
-      worst.max = Math.max(worst.max, await metric(gw.port, 'shadowgate_event_loop_window_max_ms'));
+      worst.p99 = Math.max(worst.p99, 1000 * (await metric(gw.port, 'shadowgate_event_loop_delay_window_p99_seconds')));
+      worst.max = Math.max(worst.max, 1000 * (await metric(gw.port, 'shadowgate_event_loop_delay_window_max_seconds')));
       const left = await metric(gw.port, 'shadowgate_mqtt_bridge_queue_messages');
       const note = `${describeFleet(FLEET_F)}; bridge draining ${queued.toLocaleString('en')} queued messages (${left.toLocaleString('en')} left after 40 s), ` +
         `${queries} 30-day aggregates (${buckets} hourly buckets over ${samples.toLocaleString('en')} prefilled samples), snapshots every 10 s`;

@@ -10,6 +10,7 @@ import type { Api, ApiApp, ApiContext, ApiRequest, RouteInfo, RouteKit } from '.
 import { HttpError, okEnvelope, sendEnvelope, toErrorResponse } from './envelope.js';
 import { mountConfigRoutes } from './config-routes.js';
 import { mountRoutes } from './routes.js';
+import { isSafeMethod, refuseCrossSite } from './site.js';
 
 export const API_BASE = '/api/v1';
 
@@ -93,6 +94,8 @@ export function createApi(ctx: ApiContext): Api {
     base: API_BASE,
     route(method, path, access, fn) {
       const handle = async (req: ApiRequest, res: ServerResponse): Promise<void> => {
+        // A GET that writes (the seed's writePoint) or reveals secrets: not for other sites' pages either.
+        if (access !== 'read') refuseCrossSite(req);
         checkAuth(req, access);
         // Bodies are read only after auth: an anonymous client cannot make us buffer a megabyte.
         const body = method === 'POST' || method === 'PUT' ? await readFields(req, limit) : undefined;
@@ -112,6 +115,17 @@ export function createApi(ctx: ApiContext): Api {
   ctx.extraRoutes?.(app, kit);
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    // Any method that may change something, on any route (those mounted directly too), from another site's
+    // page: refused before routing (site.ts).
+    if (!isSafeMethod(req.method)) {
+      try {
+        refuseCrossSite(req);
+      } catch (err) {
+        const { status, envelope, headers } = toErrorResponse(err, log);
+        sendEnvelope(req, res, status, envelope, headers, log);
+        return;
+      }
+    }
     // Content-Length over the limit: answer 413 before routing or reading a byte (the connection closes).
     if (declaredTooLarge(req, limit)) {
       const { status, envelope, headers } = toErrorResponse(tooLarge(limit), log);

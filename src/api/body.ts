@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import { badRequest } from '../core/errors.js';
 import { HttpError } from './envelope.js';
+import { fromBrowser } from './site.js';
 
 export type Fields = Record<string, unknown>;
 
@@ -63,9 +64,15 @@ function readRaw(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 const looksLikeJson = (text: string): boolean => /^\s*[[{"]/.test(text);
 
+const unsupportedType = (type: string, why = ''): HttpError =>
+  new HttpError(415, `unsupported content type: ${type.slice(0, 100) || '(none)'}${why} (use application/json, or application/x-www-form-urlencoded for form fields)`);
+
 /**
- * The body as an object of fields, or undefined when there is none. JSON (`application/json`, or any
- * body that starts like JSON: `curl -d '{...}'` labels JSON as a form) or `application/x-www-form-urlencoded`.
+ * The body as an object of fields, or undefined when there is none: JSON from `application/json` (or
+ * `+json`), form fields from `application/x-www-form-urlencoded`. Other types are 415. JSON text labelled
+ * as a form or not labelled is read as JSON only from clients that are not browsers (`curl -d '{...}'`
+ * labels JSON as a form, Python requests sends none): a page can send exactly those without asking the
+ * gateway first (a form, or fetch of a Blob), so from a browser they are refused, as `text/plain` always is.
  * A body that is not an object (array, string, number) is refused with a clear message.
  */
 export async function readFields(req: IncomingMessage, limit: number): Promise<Fields | undefined> {
@@ -75,7 +82,9 @@ export async function readFields(req: IncomingMessage, limit: number): Promise<F
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   const isJsonType = type === 'application/json' || type.endsWith('+json');
   const isFormType = type === 'application/x-www-form-urlencoded';
-  if (isJsonType || ((isFormType || type === '' || type === 'text/plain') && looksLikeJson(text))) {
+  if (!isJsonType && !isFormType && type !== '') throw unsupportedType(type);
+  if (isJsonType || looksLikeJson(text)) {
+    if (!isJsonType && fromBrowser(req)) throw unsupportedType(type, ' for a JSON body from a browser');
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -87,6 +96,5 @@ export async function readFields(req: IncomingMessage, limit: number): Promise<F
     }
     return parsed as Fields;
   }
-  if (isFormType || type === '') return { ...parseQuery(text) };
-  throw badRequest(`unsupported content type: ${type} (use application/json or application/x-www-form-urlencoded)`);
+  return { ...parseQuery(text) };
 }

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isGatewayError } from '../core/errors.js';
 import type { Logger } from '../util/logger.js';
+import { drainable, drainThen } from './drain.js';
 
 export interface Envelope {
   success: boolean;
@@ -46,9 +47,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Writes the envelope. When the request body has not been read to its end (an early 401/404/413, or a
- * handler that ignores bodies) the connection is closed after the response: Node would otherwise keep
- * reading (and discarding) whatever the client still sends, which for a huge body is the very thing the
- * limit is meant to prevent.
+ * handler that ignores bodies), a declared body up to `DRAIN_MAX` is read and discarded first (drain.ts);
+ * a larger or streamed one is answered at once and the connection closed: Node would otherwise keep
+ * reading whatever the client still sends, which for a huge body is the very thing the limit prevents.
  */
 export function sendEnvelope(
   req: IncomingMessage,
@@ -56,6 +57,24 @@ export function sendEnvelope(
   status: number,
   envelope: Envelope,
   headers: Record<string, string> = {},
+  log?: Logger,
+): void {
+  if (!req.complete && !res.headersSent && drainable(req)) {
+    drainThen(req, (drained) => {
+      if (req.socket.destroyed) return; // the client went away meanwhile: nobody to answer
+      writeEnvelope(req, res, status, envelope, drained ? headers : { ...headers, Connection: 'close' }, log);
+    });
+    return;
+  }
+  writeEnvelope(req, res, status, envelope, req.complete ? headers : { ...headers, Connection: 'close' }, log);
+}
+
+function writeEnvelope(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  envelope: Envelope,
+  headers: Record<string, string>,
   log?: Logger,
 ): void {
   if (res.headersSent || res.writableEnded) {
@@ -75,36 +94,6 @@ export function sendEnvelope(
   // One writeHead with a plain object: Node's fast path (setHeader validates and stores each header).
   const head: Record<string, string | number> = { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(body) };
   for (const k in headers) head[k] = headers[k]!;
-  if (!req.complete) {
-    if (drainable(req)) lingerBounded(req);
-    else head['Connection'] = 'close';
-  }
   res.writeHead(status, head);
   res.end(body);
-}
-
-/**
- * A body answered early (413 from its Content-Length, 401 before reading) is still being sent by clients
- * that write the whole body before they read (Node's http, Python requests): closing at once resets the
- * connection under them and they see EPIPE/ECONNRESET instead of the answer. So, as nginx's lingering close
- * does, a declared body up to `DRAIN_MAX` is read and discarded after the answer (Node dumps an unread
- * request once its response is done), for at most `DRAIN_MS`; a larger or streamed one closes at once.
- */
-const DRAIN_MAX = 4 * 1024 * 1024;
-const DRAIN_MS = 5000;
-
-function drainable(req: IncomingMessage): boolean {
-  const len = Number(req.headers['content-length']);
-  // readableFlowing null: nothing of the body was read, so Node's own dump will drain it.
-  return Number.isFinite(len) && len <= DRAIN_MAX && req.readableFlowing === null;
-}
-
-function lingerBounded(req: IncomingMessage): void {
-  const timer = setTimeout(() => {
-    if (!req.complete) req.socket.destroy();
-  }, DRAIN_MS);
-  timer.unref();
-  const done = (): void => clearTimeout(timer);
-  req.once('end', done);
-  req.once('close', done);
 }

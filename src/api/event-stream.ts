@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { EventBus, ShadowEvents } from '../core/events.js';
 import { localTimeText } from '../util/local-time.js';
+import { crossSiteReason } from './site.js';
 
 const localTime = (ms: number): string => (Number.isFinite(ms) ? localTimeText(ms) : '');
 
@@ -54,6 +55,12 @@ export function attachEventStream(
     if (url.pathname !== path) {
       // Another upgrade handler on this server may own the path; answer only when none does.
       if (server.listenerCount('upgrade') === 1) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    // A page of another site may not read the stream either (site.ts): REST answers are kept from such a
+    // page by the browser (no CORS headers), a WebSocket's are not, so its handshake is checked here.
+    if (crossSiteReason(req) !== null) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }
     if (!opts.authorize(req)) {

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createAuth } from '../api/auth.js';
 import type { ApiApp, ApiContext, RouteKit } from '../api/context.js';
 import { attachEventStream, type EventStream } from '../api/event-stream.js';
+import { METRICS_CONTENT_TYPE } from '../api/metrics.js';
 import { startHttp, type HttpHandle } from '../api/server.js';
 import type { Part } from '../core/lifecycle.js';
 
@@ -19,7 +20,7 @@ export interface HttpPartOptions {
   host: string;
   port: number;
   /** Prometheus text of every part, built when scraped. */
-  metrics: () => string;
+  metrics: () => Promise<string>;
   /** More routes (history, console files). */
   routes: ((app: ApiApp, kit: RouteKit) => void)[];
 }
@@ -39,10 +40,10 @@ export function createHttpPart(opts: HttpPartOptions): HttpPart {
         extraRoutes: (app, kit) => {
           for (const mount of opts.routes) mount(app, kit);
           // Prometheus scrapes outside /api/v1, in its own text format (no envelope); reads' auth applies.
-          app.get('/metrics', (req, res) => {
+          app.get('/metrics', async (req, res) => {
             checkAuth(req, 'read');
-            const body = opts.metrics();
-            res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+            const body = await opts.metrics();
+            res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });
             res.end(body);
           });
         },

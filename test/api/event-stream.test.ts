@@ -30,6 +30,26 @@ function open(url: string, headers: Record<string, string> = {}): Promise<{ ws: 
   });
 }
 
+test('a page of another site cannot open the stream (its Origin or Sec-Fetch-Site); the gateway\'s own page and non-browsers can', async () => {
+  const bus = new EventBus<ShadowEvents>();
+  const { s, port } = await server();
+  const es = attachEventStream(s, bus, { authorize: () => true });
+  const opened: WebSocket[] = [];
+  const tryOpen = (headers: Record<string, string>): Promise<boolean> =>
+    open(`ws://127.0.0.1:${port}/api/v1/ws`, headers).then(({ ws }) => (opened.push(ws), true), () => false);
+  try {
+    assert.is(await tryOpen({ origin: 'http://evil.example' }), false, 'another origin');
+    assert.is(await tryOpen({ origin: `http://127.0.0.1:${port}`, 'sec-fetch-site': 'cross-site' }), false, 'cross-site');
+    assert.is(await tryOpen({ origin: `http://127.0.0.1:${port}` }), true, 'same origin');
+    assert.is(await tryOpen({ origin: `http://127.0.0.1:${port}`, 'sec-fetch-site': 'same-origin' }), true, 'same-origin');
+    assert.is(await tryOpen({}), true, 'no Origin: not a browser');
+  } finally {
+    for (const ws of opened) ws.close();
+    es.close();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+});
+
 test('events as JSON, device filter, and auth', async () => {
   const bus = new EventBus<ShadowEvents>();
   const { s, port } = await server();

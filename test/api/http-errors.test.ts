@@ -98,7 +98,7 @@ test('the limit is http.body_limit: exactly at the limit is accepted, one byte o
     assertEnvelope(await res.text(), 413, 'streamed');
   }));
 
-test('bodies that are not a JSON object, invalid JSON, unsupported content types → 200 envelope with a clear text', () =>
+test('bodies that are not a JSON object, invalid JSON → 200 envelope with a clear text; other content types → 415', () =>
   withApi({}, async (api) => {
     const cases: [string, string, string | RegExp][] = [
       ['application/json', '{"id":', /^invalid JSON body: /],
@@ -108,10 +108,13 @@ test('bodies that are not a JSON object, invalid JSON, unsupported content types
       ['application/json', 'null', 'request body must be a JSON object'],
       ['application/json', 'true', 'request body must be a JSON object'],
       ['text/xml', '<id>boiler</id>', /^unsupported content type: text\/xml/],
+      ['text/plain', '{"id":"boiler","point":"mode","value":"x"}', /^unsupported content type: text\/plain/],
+      ['multipart/form-data; boundary=x', '--x--', /^unsupported content type: multipart\/form-data/],
     ];
     for (const [type, body, msg] of cases) {
       const r = await call(api, 'POST', '/api/v1/device/writePoint', { body, headers: { 'content-type': type } });
-      assert.equal([r.status, r.body.errorCode], [200, 500], body);
+      const status = type.startsWith('application/json') ? 200 : 415;
+      assert.equal([r.status, r.body.errorCode], [status, status === 200 ? 500 : 415], body);
       if (typeof msg === 'string') assert.is(r.body.errorMsg, msg, body);
       else assert.match(r.body.errorMsg, msg, body);
     }

@@ -139,12 +139,13 @@ test('/metrics serves Prometheus text: shadow, persistence and per-bus driver fi
   assert.is(sample('shadowgate_devices_online'), 1);
   assert.is(sample('shadowgate_points'), 4);
   assert.match(text, /^shadowgate_devices\{state="Online"\} 1$/m);
-  assert.ok(sample('shadowgate_persist_saves') >= 1);
+  assert.ok(sample('shadowgate_persist_saves_total') >= 1);
   assert.is(sample('shadowgate_persist_ok'), 1);
-  assert.match(text, /^shadowgate_bus_reads\{bus="sim"\} \d+$/m);
-  assert.ok(sample('shadowgate_bus_reads') > 0);
+  assert.match(text, /^shadowgate_bus_reads_total\{bus="sim"\} \d+$/m);
+  assert.ok(sample('shadowgate_bus_reads_total') > 0);
   for (const line of text.trim().split('\n')) {
-    assert.match(line, /^(# TYPE [a-z_:][a-z0-9_:]* gauge|[a-z_:][a-z0-9_:]*(\{[^}]*\})? -?[0-9.e+]+)$/, `not Prometheus text: ${line}`);
+    if (line === '') continue;
+    assert.match(line, /^(# (TYPE [a-z_:][a-z0-9_:]* (gauge|counter)|HELP [a-z_:][a-z0-9_:]* .+)|[a-z_:][a-z0-9_:]*(\{[^}]*\})? -?[0-9.e+]+)$/, `not Prometheus text: ${line}`);
   }
 });
 

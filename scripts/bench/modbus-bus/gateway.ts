@@ -123,24 +123,24 @@ export function startGateway(file: string, configFile: string, extraFlags: strin
   });
 }
 
-/** The gateway's own request counters: bus total and per device, from /metrics. */
-export async function busCounters(port: number): Promise<{ bus: number; devices: Map<string, number>; rss: number }> {
+/** The gateway's own request counters: bus total and per Modbus unit, from /metrics. */
+export async function busCounters(port: number): Promise<{ bus: number; units: Map<string, number>; rss: number }> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
   if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
   const text = await res.text();
-  const devices = new Map<string, number>();
+  const units = new Map<string, number>();
   let bus = NaN;
   let rss = NaN;
   for (const line of text.split('\n')) {
-    let m = /^shadowgate_bus_bus_requests\{bus="rs485"\} (\S+)$/.exec(line);
+    let m = /^shadowgate_bus_requests_total\{bus="rs485"\} (\S+)$/.exec(line);
     if (m) bus = Number(m[1]);
-    m = /^shadowgate_bus_device_requests\{bus="rs485",device="([^"]+)"\} (\S+)$/.exec(line);
-    if (m) devices.set(m[1]!, Number(m[2]));
-    m = /^shadowgate_process_resident_memory_bytes (\S+)$/.exec(line);
+    m = /^shadowgate_modbus_unit_requests_total\{bus="rs485",unit="([^"]+)"\} (\S+)$/.exec(line);
+    if (m) units.set(m[1]!, Number(m[2]));
+    m = /^process_resident_memory_bytes (\S+)$/.exec(line);
     if (m) rss = Number(m[1]);
   }
-  if (!Number.isFinite(bus)) throw new Error(`no shadowgate_bus_bus_requests for rs485 in /metrics:\n${text.slice(0, 2000)}`);
-  return { bus, devices, rss };
+  if (!Number.isFinite(bus)) throw new Error(`no shadowgate_bus_requests_total for rs485 in /metrics:\n${text.slice(0, 2000)}`);
+  return { bus, units, rss };
 }
 
 /** The gateway's V8 heap (used, total), MB, from /api/v1/system; null when this build does not report it. */

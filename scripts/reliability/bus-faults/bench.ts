@@ -109,7 +109,7 @@ export class Bench {
   async metrics(): Promise<Record<string, number>> {
     const text = await (await fetch(`http://127.0.0.1:${this.gateway.port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
     const out: Record<string, number> = {};
-    for (const m of text.matchAll(/^shadowgate_bus_bus_(requests|timeouts|crc_errors|errors|reopens)\{bus="rs485"\} (\S+)$/gm)) out[m[1]!] = Number(m[2]);
+    for (const m of text.matchAll(/^shadowgate_bus_(requests|timeouts|crc_errors|errors|reopens)_total\{bus="rs485"\} (\S+)$/gm)) out[m[1]!] = Number(m[2]);
     return out;
   }
 

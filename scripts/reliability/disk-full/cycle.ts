@@ -27,15 +27,15 @@ export interface CycleResult {
 }
 
 const ENOSPC = /ENOSPC|no space/i;
-const DROPPED = 'shadowgate_history_dropped_samples';
+const DROPPED = 'shadowgate_history_dropped_samples_total';
 
 export async function fillAndFree(gw: Gateway, w: Watch, o: { dataDir: string; mnt: string; filler: string }): Promise<CycleResult> {
   const port = gw.httpPort;
   const failures: string[] = [];
   const res: CycleResult = { failures, dropped: 0, reason: '', degradedAfterMs: null, restSteps: 0, mqttEvents: 0, snapshotAfterMs: null, historyAfterMs: null, retainedAfterMs: null, healthyAfterMs: null };
   // Fill just after a history flush, so the full period spans the next one (they come every 10 s).
-  const flushes = (await metrics(port)).get('shadowgate_history_flushes') ?? 0;
-  await within(12_000, async () => ((await metrics(port)).get('shadowgate_history_flushes') ?? 0) > flushes);
+  const flushes = (await metrics(port)).get('shadowgate_history_flushes_total') ?? 0;
+  await within(12_000, async () => ((await metrics(port)).get('shadowgate_history_flushes_total') ?? 0) > flushes);
   const dropped0 = (await metrics(port)).get(DROPPED) ?? 0;
   const fillAt = Date.now();
   await fillUp(o.filler);
