@@ -12,6 +12,7 @@ import { GatewayError, isGatewayError } from '../../core/errors.js';
 import { LinkDownError, PRIORITY, type BusOwner } from './bus-owner.js';
 import { decodeResponse, planGroup, type CompiledDevice, type PollGroup } from './device-plan.js';
 import { READ_FC } from './transport.js';
+import type { ModbusTable } from '../../protocol/modbus/address.js';
 import { placeSunspecPoints, walkSunspec } from './sunspec.js';
 
 export interface PollerOptions {
@@ -21,6 +22,11 @@ export interface PollerOptions {
   sink: DataSink;
   clock: Clock;
   log: Logger;
+  /**
+   * Each planned read's answer as the device sent it, with its group cycle (one number per cycle of one
+   * group) and the monotonic time it came: the raw image the Modbus server answers from.
+   */
+  onRaw?(unit: number, table: ModbusTable, address: number, data: readonly (number | boolean)[], cycle: number, at: number): void;
 }
 
 /**
@@ -38,6 +44,7 @@ export class Poller {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private readonly running = new Set<Promise<void>>();
+  private cycles = 0;
 
   constructor(private devices: readonly CompiledDevice[], private readonly bus: BusOwner, private readonly options: PollerOptions) {}
 
@@ -135,6 +142,7 @@ export class Poller {
     group.running = true;
     const due = group.nextDue;
     const start = clock.mono();
+    const cycle = ++this.cycles;
     const values: Record<string, RawValue> = {};
     let read = false;
     let failure: Error | undefined;
@@ -148,6 +156,7 @@ export class Poller {
           );
           device.health.answered();
           device.counters.polls++;
+          this.options.onRaw?.(device.unit, request.table, request.address, data as (number | boolean)[], cycle, clock.mono());
           Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
           read = true;
         } catch (err) {
