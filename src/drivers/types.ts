@@ -87,6 +87,8 @@ export type RawRequest =
 export interface RawModbusAccess {
   /** Whether this bus serves the device. */
   has(deviceId: string): boolean;
+  /** The range from the last poll when every register is younger than `maxAgeMs` and of one cycle; else null. */
+  peek(deviceId: string, req: Extract<RawRequest, { count: number }>, maxAgeMs: number): number[] | boolean[] | null;
   /** `hit`: answered from the image without a frame on the bus. */
   read(deviceId: string, req: Extract<RawRequest, { count: number }>, maxAgeMs: number): Promise<{ data: number[] | boolean[]; hit: boolean }>;
   /** Sent exactly once (never retried); resolves when the device confirmed it. */

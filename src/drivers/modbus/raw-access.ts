@@ -65,6 +65,11 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
   return {
     has: (id) => parts.device(id) !== undefined,
 
+    peek(id, req, maxAgeMs) {
+      const d = get(id);
+      return image.get(d.unit, TABLE[req.fc]!, req.address, req.count, clock.mono() - maxAgeMs);
+    },
+
     async read(id, req, maxAgeMs) {
       const d = get(id);
       const table = TABLE[req.fc]!;
