@@ -144,7 +144,11 @@ test('5 concurrent identical reads of an unpolled range cost one frame and get o
   if (why) return;
   const clients = await Promise.all(Array.from({ length: 5 }, () => client()));
   const before = await counts();
-  const answers = await Promise.all(clients.map((c, i) => c.request(7, 1, read(4, 300, 50)).then((a) => { assert.is(a.tid, 7); return a.pdu; }, (e: Error) => [i, e.message]))); // eslint-disable-line
+  const answers = await Promise.all(clients.map(async (c) => {
+    const a = await c.request(7, 1, read(4, 300, 50));
+    assert.is(a.tid, 7);
+    return a.pdu;
+  }));
   const after = await counts();
   assert.is((after['1:4:300:50'] ?? 0) - (before['1:4:300:50'] ?? 0), 1);
   const reference = await direct(1, read(4, 300, 50));

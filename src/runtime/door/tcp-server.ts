@@ -76,7 +76,12 @@ export class TcpDoor {
   }
 
   stats(): Record<string, unknown> {
+    // Exception codes stay in figures(): as a second numeric key under a unit they would clash in /metrics labels.
     const { total, units } = this.figures.snapshot();
-    return { connections: this.connections.size, refused: this.refused, ...total, units };
+    const plain = ({ codes: _codes, ...rest }: typeof total): Omit<typeof total, 'codes'> => rest;
+    return {
+      connections: this.connections.size, refused: this.refused, ...plain(total),
+      units: Object.fromEntries(Object.entries(units).map(([unit, c]) => [unit, plain(c)])),
+    };
   }
 }
