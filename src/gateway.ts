@@ -93,9 +93,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const eventLoop = await parts.start(createEventLoopPart());
     const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
     await parts.start(buses);
-    // Modbus servers come after the buses: their requests go through the buses' owners (stopped before them).
-    const modbusServers = await parts.start(createModbusServersPart(config.servers, buses, clock, log.child({ part: 'modbus-server' })));
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
+    // Modbus servers come after the buses: their requests go through the buses' owners (stopped before them).
+    const modbusServers = await parts.start(createModbusServersPart(config.servers, { buses, shadow, io, clock, log: log.child({ part: 'modbus-server' }) }));
     // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
     const clockSync = { synchronized: await clockSynchronized() as boolean | null };
     const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 2000);

@@ -5,10 +5,13 @@
  */
 import type { GatewayConfig, ServerConfig } from '../config/types.js';
 import type { Clock } from '../core/clock.js';
+import type { DeviceIO } from '../core/io.js';
+import type { Shadow } from '../core/shadow.js';
 import type { Part } from '../core/lifecycle.js';
 import type { RawModbusAccess } from '../drivers/types.js';
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
+import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
 
 export interface ModbusServersPart extends Part<GatewayConfig> {
@@ -19,13 +22,34 @@ export interface ModbusServersPart extends Part<GatewayConfig> {
   stats(): Record<string, unknown>;
 }
 
-export function createModbusServersPart(servers: readonly ServerConfig[], buses: BusesPart, clock: Clock, log: Logger): ModbusServersPart {
+export interface ModbusServersDeps {
+  buses: BusesPart;
+  shadow: Shadow;
+  io: DeviceIO;
+  clock: Clock;
+  log: Logger;
+}
+
+export function createModbusServersPart(servers: readonly ServerConfig[], deps: ModbusServersDeps): ModbusServersPart {
+  const { buses, clock, log } = deps;
   const doors = new Map<string, TcpDoor>();
   /** Servers that could not start (a port in use): logged, reported, and the gateway runs on without them. */
   const failed = new Map<string, string>();
   const access = (deviceId: string): RawModbusAccess | undefined => {
     const device = buses.devices.get(deviceId);
     return device ? buses.drivers.get(device.config.bus)?.raw : undefined;
+  };
+  /** Generated maps by device, rebuilt when its model object changes (a live edit). */
+  const generatedUnits = new Map<string, { model: unknown; unit: GeneratedUnit }>();
+  const generated = (deviceId: string): GeneratedUnit | undefined => {
+    const device = buses.devices.get(deviceId);
+    if (!device || !buses.drivers.has(device.config.bus) || buses.drivers.get(device.config.bus)?.raw) return undefined;
+    let entry = generatedUnits.get(deviceId);
+    if (entry?.model !== device.model) {
+      entry = { model: device.model, unit: new GeneratedUnit({ deviceId, map: generateMap(device.model), io: deps.io, value: (id, point) => deps.shadow.GetDevicePoint(id, point) }) };
+      generatedUnits.set(deviceId, entry);
+    }
+    return entry.unit;
   };
   return {
     name: 'modbus-servers',
@@ -36,7 +60,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], buses:
           log.error({ server: config.id }, `modbus server ${config.id}: transport "${config.transport}" is not available in this build; not started`);
           continue;
         }
-        const door = new TcpDoor({ config, access, clock, log });
+        const door = new TcpDoor({ config, access, generated, clock, log });
         try {
           await door.start();
           doors.set(config.id, door);

@@ -13,6 +13,7 @@ import type { RawModbusAccess } from '../../drivers/types.js';
 import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { EXCEPTION, decodeRequest, encodeBits, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
 import type { Figures } from './figures.js';
+import { UnitException, type GeneratedUnit } from './generated-unit.js';
 
 /** Bus requests (misses, writes) of one connection waiting at once; one more is answered 0x06. */
 export const MAX_WAITING_PER_CLIENT = 8;
@@ -29,6 +30,8 @@ export interface HandlerParts {
   diagnosticUnit?: number;
   /** The running bus's raw access for a device; undefined when its bus is not a running Modbus bus. */
   access(deviceId: string): RawModbusAccess | undefined;
+  /** A register map generated from the model, for a device whose bus has no raw Modbus access. */
+  generated(deviceId: string): GeneratedUnit | undefined;
   clock: Clock;
   figures: Figures;
 }
@@ -55,11 +58,13 @@ export class Budget {
 
 /** The exception a failed bus request becomes. */
 export function exceptionFor(err: unknown): number {
-  if (err instanceof ModbusExceptionError) return err.exception;
+  if (err instanceof ModbusExceptionError || err instanceof UnitException) return err.exception;
   if (err instanceof LinkDownError) return EXCEPTION.pathUnavailable;
   if (!isGatewayError(err)) return EXCEPTION.deviceFailure;
   switch (err.code) {
     case 'BUS_BUSY': return EXCEPTION.busy;
+    case 'POINT_READONLY': return EXCEPTION.illegalFunction;
+    case 'INVALID_VALUE': return EXCEPTION.illegalValue;
     case 'UNKNOWN_DEVICE': return EXCEPTION.pathUnavailable;
     case 'DRIVER_TIMEOUT': case 'UNIT_BACKED_OFF': case 'DRIVER_ERROR': return EXCEPTION.targetFailed;
     default: return EXCEPTION.deviceFailure;
@@ -97,10 +102,26 @@ export function createHandler(parts: HandlerParts): (frame: MbapFrame, client: s
       return answer;
     }
     const unit = parts.units.get(frame.unit);
-    const access = unit ? parts.access(unit.device) : undefined;
-    if (!unit || !access?.has(unit.device)) return fail(client, frame.unit, fc, EXCEPTION.pathUnavailable);
-    const reading = req.fc <= 4;
-    if (!reading && !unit.writes) return fail(client, frame.unit, fc, EXCEPTION.illegalFunction);
+    if (!unit) return fail(client, frame.unit, fc, EXCEPTION.pathUnavailable);
+    if (req.fc > 4 && !unit.writes) return fail(client, frame.unit, fc, EXCEPTION.illegalFunction);
+    const access = parts.access(unit.device);
+    if (!access?.has(unit.device)) {
+      const generated = parts.generated(unit.device);
+      if (!generated) return fail(client, frame.unit, fc, EXCEPTION.pathUnavailable);
+      try {
+        if ('count' in req) {
+          const data = generated.read(req);
+          figures.count(client, frame.unit, 'hit');
+          return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, data as boolean[]) : encodeRegisters(req.fc as 3 | 4, data as number[]);
+        }
+        if (!budget.take(clock.mono())) return fail(client, frame.unit, fc, EXCEPTION.busy);
+        await generated.write(req);
+        figures.count(client, frame.unit, 'write');
+        return encodeWriteAnswer(req);
+      } catch (err) {
+        return fail(client, frame.unit, fc, exceptionFor(err));
+      }
+    }
     try {
       if ('count' in req) {
         const cached = access.peek(unit.device, req, unit.maxAgeMs);

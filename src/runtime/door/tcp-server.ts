@@ -10,11 +10,13 @@ import type { RawModbusAccess } from '../../drivers/types.js';
 import type { Logger } from '../../util/logger.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
 import { Figures } from './figures.js';
+import type { GeneratedUnit } from './generated-unit.js';
 import { Budget, createHandler, type DeviceUnit } from './handler.js';
 
 export interface TcpDoorParts {
   config: TcpServerConfig;
   access(deviceId: string): RawModbusAccess | undefined;
+  generated(deviceId: string): GeneratedUnit | undefined;
   clock: Clock;
   log: Logger;
 }
@@ -39,7 +41,7 @@ export class TcpDoor {
       units.set(u.unit, { unit: u.unit, device: u.device, writes: u.writes, maxAgeMs: u.max_age ?? config.max_age });
     }
     const handle = createHandler({
-      units, access: this.parts.access, clock, figures: this.figures,
+      units, access: this.parts.access, generated: this.parts.generated, clock, figures: this.figures,
       ...(config.diagnostic_unit === undefined ? {} : { diagnosticUnit: config.diagnostic_unit }),
     });
     const allow = new Set(config.allow.map(normalizeAddress));
