@@ -93,7 +93,7 @@ export interface RawModbusAccess {
   read(deviceId: string, req: Extract<RawRequest, { count: number }>, maxAgeMs: number): Promise<{ data: number[] | boolean[]; hit: boolean }>;
   /** Sent exactly once (never retried); resolves when the device confirmed it. */
   write(deviceId: string, req: Exclude<RawRequest, { count: number }>): Promise<void>;
-  /** Online (not backed off) and the age of its newest raw read, ms (null: none yet). */
+  /** Online (answering: not backed off as dead) and the age of its newest raw read, ms (null: none yet). */
   state(deviceId: string): { online: boolean; ageMs: number | null };
 }
 

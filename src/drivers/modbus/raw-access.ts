@@ -111,7 +111,7 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
     state(id) {
       const d = get(id);
       const newest = image.newest(d.unit);
-      return { online: !d.health.degraded && d.health.consecutiveFailures === 0, ageMs: newest === null ? null : clock.mono() - newest };
+      return { online: !d.health.degraded, ageMs: newest === null ? null : clock.mono() - newest };
     },
   };
 }
