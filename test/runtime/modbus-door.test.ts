@@ -188,6 +188,31 @@ test('exceptions: 0x0A unmapped at once, 0x0B for a silent unit, device exceptio
   assert.ok(ghostFrames <= 2, `${ghostFrames} frames to the dead unit for 10 requests (${burstMs.toFixed(0)} ms)`);
 });
 
+test('a client hammering the dead unit at 20/s: the healthy meter keeps its poll rate, the dead one costs a probe per backoff', async () => {
+  if (why) return;
+  const c = await client();
+  const pollKeys = new Set(Object.keys(await counts()).filter((k) => k.startsWith('1:3:0:') || k.startsWith('1:4:0:')));
+  const quiet0 = await counts();
+  await sleep(2000);
+  const quiet1 = await counts();
+  const end = Date.now() + 2000;
+  let answers = 0;
+  while (Date.now() < end) {
+    const a = await c.request(answers & 0xffff, 9, read(3, 0, 2));
+    assert.equal(a.pdu, [0x83, 0x0b]);
+    answers++;
+    await sleep(50);
+  }
+  const busy1 = await counts();
+  const polls = (a: Record<string, number>, b: Record<string, number>): number => sum(b, (k) => pollKeys.has(k)) - sum(a, (k) => pollKeys.has(k));
+  const quiet = polls(quiet0, quiet1);
+  const busy = polls(quiet1, busy1);
+  const ghost = sum(busy1, (k) => k.startsWith('9:')) - sum(quiet1, (k) => k.startsWith('9:'));
+  assert.ok(answers >= 20, `${answers} answers in 2 s`);
+  assert.ok(busy >= quiet * 0.9, `meter polls: ${busy} while hammered vs ${quiet} before`);
+  assert.ok(ghost <= 4, `${ghost} frames to the dead unit for ${answers} requests`);
+});
+
 test('4 clients x 8 pipelined requests with the same transaction ids: every answer is its own request\'s, in order', async () => {
   if (why) return;
   const clients = await Promise.all(Array.from({ length: 4 }, () => client()));

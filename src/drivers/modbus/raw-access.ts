@@ -8,7 +8,7 @@
  * and the written points are read back into the shadow.
  */
 import type { Clock } from '../../core/clock.js';
-import { unknownDevice } from '../../core/errors.js';
+import { GatewayError, unknownDevice } from '../../core/errors.js';
 import type { ModbusTable } from '../../protocol/modbus/address.js';
 import type { DataSink, RawModbusAccess, RawRequest, RawValue } from '../types.js';
 import { PRIORITY, type BusOwner } from './bus-owner.js';
@@ -46,6 +46,14 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
   const { owner, image, clock } = parts;
   const inflight = new Set<Inflight>();
   const get = (id: string): CompiledDevice => parts.device(id) ?? (() => { throw unknownDevice(); })();
+  /**
+   * A dead unit is not probed by clients at all: the poller's probe (once per backoff period) finds it back.
+   * Otherwise every client request after each backoff would be a probe of its own, a timeout each.
+   */
+  const guard = (d: CompiledDevice): void => {
+    parts.guard(d);
+    if (d.health.degraded) throw new GatewayError('UNIT_BACKED_OFF', `unit ${d.unit} (${d.id}) is not answering; the gateway probes it in the background`);
+  };
 
   const fetch = (d: CompiledDevice, table: ModbusTable, req: Extract<RawRequest, { count: number }>): Promise<number[] | boolean[]> => {
     const bits = table === 'coil' || table === 'discrete';
@@ -75,7 +83,7 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
       const table = TABLE[req.fc]!;
       const hit = image.get(d.unit, table, req.address, req.count, clock.mono() - maxAgeMs);
       if (hit) return { data: hit, hit: true };
-      parts.guard(d);
+      guard(d);
       const end = req.address + req.count;
       let job = [...inflight].find((f) => f.unit === d.unit && f.table === table && f.address <= req.address && f.address + f.count >= end);
       if (!job) {
@@ -91,7 +99,7 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
 
     async write(id, req) {
       const d = get(id);
-      parts.guard(d);
+      guard(d);
       const table = TABLE[req.fc]!;
       const count = 'values' in req ? req.values.length : 1;
       image.invalidate(d.unit, table, req.address, count);
