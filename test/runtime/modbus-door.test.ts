@@ -4,6 +4,7 @@
  * gets (--count), so "frames on the bus" are counted where they land; its TCP port serves the same
  * datastore, so a direct read there is the reference a door answer must equal byte for byte.
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -269,6 +270,36 @@ test('writes: through a unit with writes, the image is invalidated, a write whos
   assert.equal(await direct(1, read(3, 150, 1)), [3, 2, 4242 >> 8, 4242 & 0xff]);
   const again = await client();
   assert.equal((await again.request(10, 1, read(3, 0, 1))).pdu.slice(0, 2), [3, 2], 'the bus serves on after the late answer');
+});
+
+/** Runs a pymodbus client script (the client Home Assistant's modbus integration is built on) against the door. */
+function pymodbus(script: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/python3', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`pymodbus client timed out: ${err}`)); }, 15_000);
+    child.on('exit', (code) => { clearTimeout(timer); if (code === 0) resolve(out.trim()); else reject(new Error(`pymodbus client exited ${code}: ${err}`)); });
+  });
+}
+
+test('what Home Assistant sends for the documented sensors (pymodbus client): float32 input, int16 holding, a coil', async () => {
+  if (why) return;
+  const out = await pymodbus(`
+import struct
+from pymodbus.client import ModbusTcpClient
+c = ModbusTcpClient("127.0.0.1", port=${port})
+assert c.connect()
+ir = c.read_input_registers(0, 2, slave=1)
+hr = c.read_holding_registers(0, 1, slave=1)
+co = c.read_coils(0, 1, slave=1)
+gone = c.read_holding_registers(0, 1, slave=42)
+print(struct.unpack(">f", struct.pack(">HH", *ir.registers))[0], struct.unpack(">h", struct.pack(">H", hr.registers[0]))[0], co.bits[0], gone.isError(), getattr(gone, "exception_code", None))
+c.close()
+`);
+  assert.is(out, '231.5 -1 True True 10');
 });
 
 test('the diagnostic unit lists each mapped unit online flag and age; figures count per client and unit', async () => {
