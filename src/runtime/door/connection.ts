@@ -20,6 +20,8 @@ interface Slot {
 export class DoorConnection {
   private readonly parser = new MbapParser();
   private readonly slots: Slot[] = [];
+  /** Frames read but not started (at most what one chunk held: the socket is paused meanwhile). */
+  private readonly backlog: MbapFrame[] = [];
   private closed = false;
   readonly key: string;
   readonly address: string;
@@ -48,14 +50,22 @@ export class DoorConnection {
 
   private take(chunk: Buffer): void {
     const { frames, error } = this.parser.push(chunk);
-    for (const frame of frames) this.start(frame);
+    this.backlog.push(...frames);
     if (error) this.socket.destroy();
+    this.pump();
+  }
+
+  /** Starts waiting frames up to MAX_PIPELINE open; reading pauses while any wait. */
+  private pump(): void {
+    while (this.slots.length < MAX_PIPELINE && this.backlog.length > 0) this.start(this.backlog.shift()!);
+    if (this.closed) return;
+    if (this.backlog.length > 0 || this.slots.length >= MAX_PIPELINE) this.socket.pause();
+    else this.socket.resume();
   }
 
   private start(frame: MbapFrame): void {
     const slot: Slot = { tid: frame.tid, unit: frame.unit, answer: null };
     this.slots.push(slot);
-    if (this.slots.length >= MAX_PIPELINE) this.socket.pause();
     void this.handle(frame).then((pdu) => {
       slot.answer = pdu;
       this.flush();
@@ -67,7 +77,7 @@ export class DoorConnection {
       const slot = this.slots.shift()!;
       if (!this.closed) this.socket.write(encodeMbap(slot.tid, slot.unit, slot.answer!));
     }
-    if (this.slots.length < MAX_PIPELINE && !this.closed) this.socket.resume();
+    this.pump();
   }
 }
 
