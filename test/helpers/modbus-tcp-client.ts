@@ -53,6 +53,11 @@ export class RawModbusClient {
     this.socket.write(Buffer.concat([head, Buffer.from(pdu)]));
   }
 
+  /** Bytes as they are (a malformed stream). */
+  sendRaw(bytes: readonly number[]): void {
+    this.socket.write(Buffer.from(bytes));
+  }
+
   /** The next answer in arrival order; rejects after `timeoutMs` or when the server closed the connection. */
   async next(timeoutMs = 3000): Promise<Answer> {
     const end = Date.now() + timeoutMs;
