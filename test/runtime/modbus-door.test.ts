@@ -46,6 +46,9 @@ async function counts(): Promise<Record<string, number>> {
     return {};
   }
 }
+/** Frames the gateway sent to a device (unit 9 is not served by the slave, so the slave never counts them). */
+const sent = (device: string): number =>
+  (gw.drivers.get('rs485')!.stats!() as { devices: Record<string, { requests: number }> }).devices[device]!.requests;
 const sum = (c: Record<string, number>, match: (key: string) => boolean): number => Object.entries(c).filter(([k]) => match(k)).reduce((n, [, v]) => n + v, 0);
 
 async function client(): Promise<RawModbusClient> {
@@ -69,7 +72,7 @@ async function setup(): Promise<void> {
   if (why) return;
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-door-'));
   countFile = path.join(dir, 'counts.json');
-  rig = new Rig('1,5', true, ['--count', countFile, '--write-delay', '0.5']);
+  rig = new Rig('1,2,5', true, ['--count', countFile, '--write-delay', '0.5']);
   await rig.start();
   port = await freePort();
   const raw = {
@@ -80,11 +83,12 @@ async function setup(): Promise<void> {
     devices: [
       { id: 'm1', model: 'meter', bus: 'rs485', unit_id: 1, poll: '200ms' },
       { id: 'm5', model: 'sparse', bus: 'rs485', unit_id: 5, poll: '1s' },
+      { id: 'm2', model: 'sparse', bus: 'rs485', unit_id: 2, poll: '200ms' },
       { id: 'ghost', model: 'sparse', bus: 'rs485', unit_id: 9, poll: '1s' },
     ],
     servers: [{
       id: 'door', transport: 'tcp', host: '127.0.0.1', port, max_age: '2s', diagnostic_unit: 100,
-      units: [{ unit: 1, device: 'm1' }, { unit: 11, device: 'm1', writes: true }, { unit: 5, device: 'm5' }, { unit: 9, device: 'ghost' }],
+      units: [{ unit: 1, device: 'm1' }, { unit: 11, device: 'm1', writes: true }, { unit: 5, device: 'm5' }, { unit: 9, device: 'ghost' }, { unit: 2, device: 'm2', max_age: '1s' }],
     }],
   };
   gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
@@ -181,22 +185,23 @@ test('exceptions: 0x0A unmapped at once, 0x0B for a silent unit, device exceptio
 
   // The ghost is backed off after its failures: a burst of requests costs at most one probe, each answered 0x0B.
   await waitFor('ghost backed off', () => ((gw.drivers.get('rs485')!.stats!() as { bus: { degradedDevices: string[] } }).bus.degradedDevices.includes('ghost')), 8000);
-  const ghostBefore = sum(await counts(), (k) => k.startsWith('9:'));
+  const ghostBefore = sent('ghost');
   const t1 = performance.now();
   for (let i = 0; i < 10; i++) assert.equal((await c.request(100 + i, 9, read(3, 0, 2))).pdu, [0x83, 0x0b]);
   const burstMs = performance.now() - t1;
-  const ghostFrames = sum(await counts(), (k) => k.startsWith('9:')) - ghostBefore;
+  const ghostFrames = sent('ghost') - ghostBefore;
   assert.ok(ghostFrames <= 2, `${ghostFrames} frames to the dead unit for 10 requests (${burstMs.toFixed(0)} ms)`);
 });
 
 test('a client hammering the dead unit at 20/s: the healthy meter keeps its poll rate, the dead one costs a probe per backoff', async () => {
   if (why) return;
   const c = await client();
-  const pollKeys = new Set(Object.keys(await counts()).filter((k) => k.startsWith('1:3:0:') || k.startsWith('1:4:0:')));
-  const quiet0 = await counts();
-  await sleep(2000);
-  const quiet1 = await counts();
-  const end = Date.now() + 2000;
+  // One holding read of m1 per poll cycle (every 200 ms): its count is the meter's cycle count.
+  const cycles = (k: string): boolean => k.startsWith('1:3:0:');
+  const before = await counts();
+  const ghostBefore = sent('ghost');
+  const windowMs = 4000;
+  const end = Date.now() + windowMs;
   let answers = 0;
   while (Date.now() < end) {
     const a = await c.request(answers & 0xffff, 9, read(3, 0, 2));
@@ -204,14 +209,33 @@ test('a client hammering the dead unit at 20/s: the healthy meter keeps its poll
     answers++;
     await sleep(50);
   }
-  const busy1 = await counts();
-  const polls = (a: Record<string, number>, b: Record<string, number>): number => sum(b, (k) => pollKeys.has(k)) - sum(a, (k) => pollKeys.has(k));
-  const quiet = polls(quiet0, quiet1);
-  const busy = polls(quiet1, busy1);
-  const ghost = sum(busy1, (k) => k.startsWith('9:')) - sum(quiet1, (k) => k.startsWith('9:'));
-  assert.ok(answers >= 20, `${answers} answers in 2 s`);
-  assert.ok(busy >= quiet * 0.9, `meter polls: ${busy} while hammered vs ${quiet} before`);
-  assert.ok(ghost <= 4, `${ghost} frames to the dead unit for ${answers} requests`);
+  const after = await counts();
+  const polled = sum(after, cycles) - sum(before, cycles);
+  const ghost = sent('ghost') - ghostBefore;
+  assert.ok(answers >= 40, `${answers} answers in ${windowMs} ms`);
+  assert.ok(polled >= 0.9 * (windowMs / 200), `meter polled ${polled} cycles in ${windowMs} ms (every 200 ms: ${windowMs / 200})`);
+  assert.ok(ghost <= windowMs / 1000 + 1, `${ghost} frames to the dead unit for ${answers} requests (the poller probes it about once a second)`);
+});
+
+test('a value is never served older than max_age: a unit that stops answering gets 0x0B once its last poll is too old', async () => {
+  if (why) return;
+  const c = await client();
+  const fresh = await c.request(1, 2, read(3, 0, 2));
+  assert.equal(fresh.pdu, await direct(2, read(3, 0, 2)));
+  rig.toggleUnit2(); // unit 2 falls silent
+  try {
+    const t0 = performance.now();
+    let last = fresh.pdu;
+    while (performance.now() - t0 < 4000) {
+      last = (await c.request(2, 2, read(3, 0, 2))).pdu;
+      if (last[0] !== 3) break;
+      assert.ok(performance.now() - t0 < 1200, 'an answer from the image after max_age (1 s) plus a poll');
+      await sleep(50);
+    }
+    assert.equal(last, [0x83, 0x0b]);
+  } finally {
+    rig.toggleUnit2();
+  }
 });
 
 test('4 clients x 8 pipelined requests with the same transaction ids: every answer is its own request\'s, in order', async () => {
@@ -314,7 +338,7 @@ test('the diagnostic unit lists each mapped unit online flag and age; figures co
   } while (words[0] !== 1 && Date.now() < end && (await sleep(100), true));
   assert.equal([words[0], words[2], words[6]], [1, 1, 0], 'm1 twice online, the ghost not');
   assert.ok(words[1]! <= 2, `m1 polled within 2 s (age ${words[1]} s)`);
-  assert.equal((await c.request(2, 100, read(4, 0, 9))).pdu, [0x84, 0x02], 'past the list');
+  assert.equal((await c.request(2, 100, read(4, 0, 11))).pdu, [0x84, 0x02], 'past the list (5 units, 10 registers)');
   const fig = gw.modbusServers.figures()['door']!;
   assert.ok(fig.clients['127.0.0.1']!.requests >= fig.total.hits);
   assert.ok(fig.units['77']!.codes['10']! >= 1);
