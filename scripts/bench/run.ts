@@ -8,6 +8,7 @@ import { benchConsole } from './console.js';
 import { benchFootprint } from './footprint.js';
 import { benchIngest } from './ingest.js';
 import { benchModbusBus } from './modbus-bus.js';
+import { benchModbusDoor } from './modbus-door.js';
 import { benchModbus } from './modbus-planner.js';
 import { benchMqtt } from './mqtt.js';
 import { benchPersist } from './persist.js';
@@ -23,6 +24,8 @@ console.log('\n# 5: MQTT delivery (Mosquitto measured in the same run as the ref
 report(await benchMqtt());
 console.log('\n# 7: CPU and memory on a real 9600-baud Modbus RTU bus');
 report(await benchModbusBus());
+console.log('\n# the Modbus TCP server (front door) on a 9600-baud RTU bus');
+report(await benchModbusDoor());
 console.log('\n# the parts alone');
 report(benchIngest());
 report(await benchPersist());

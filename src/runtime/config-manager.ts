@@ -20,7 +20,7 @@ import type { DriftEntry } from '../config/console-drift.js';
 import { sameValue } from '../util/same-value.js';
 
 /** Sections a running gateway cannot take without a restart (ports, data dir, table size, MQTT, history). */
-const RESTART_SECTIONS = ['gateway', 'http', 'mqtt', 'shadow', 'history', 'export'] as const;
+const RESTART_SECTIONS = ['gateway', 'http', 'mqtt', 'shadow', 'history', 'export', 'servers'] as const;
 /** What `buses.apply` takes live; a gpio board change restarts the gpio buses only. */
 const LIVE_GATEWAY_KEYS = new Set(['board', 'log_level']);
 
