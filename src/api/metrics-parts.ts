@@ -93,7 +93,7 @@ const EVENT_LOOP: StatTable = {
 export const partsCollector: Collector = (sink, { persist, parts }) => {
   fromStats(sink, 'shadowgate_persist', persist, PERSIST);
   sink.gauge('shadowgate_persist_ok', 'Whether the last shadow save succeeded (1) or not (0).')(persist['lastError'] ? 0 : 1);
-  const { mqtt, history, eventLoop, ...others } = parts;
+  const { mqtt, history, eventLoop, modbusServers: _servers, ...others } = parts; // servers: metrics-servers.ts
   if (isRecord(mqtt)) {
     fromStats(sink, 'shadowgate_mqtt_broker', mqtt['broker'], BROKER);
     fromStats(sink, 'shadowgate_mqtt_exporter', mqtt['exporter'], EXPORTER);

@@ -11,12 +11,13 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { busCollector, deviceCollector, shadowCollector } from './metrics-buses.js';
 import { partsCollector, processCollector } from './metrics-parts.js';
+import { serversCollector } from './metrics-servers.js';
 import type { Collector, MetricSink, MetricsInputs, SetSample } from './metrics-types.js';
 
 export type { Collector, DeviceLabelSource, Labels, MetricSink, MetricsInputs, SetSample } from './metrics-types.js';
 
 /** The gateway's own collectors, in exposition order. */
-const BUILT_IN: readonly Collector[] = [shadowCollector, deviceCollector, busCollector, partsCollector, processCollector];
+const BUILT_IN: readonly Collector[] = [shadowCollector, deviceCollector, busCollector, partsCollector, serversCollector, processCollector];
 
 function createSink(registry: Registry): MetricSink {
   const setters = new Map<string, SetSample>();

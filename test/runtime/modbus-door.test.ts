@@ -4,7 +4,7 @@
  * gets (--count), so "frames on the bus" are counted where they land; its TCP port serves the same
  * datastore, so a direct read there is the reference a door answer must equal byte for byte.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -344,7 +344,11 @@ test('the diagnostic unit lists each mapped unit online flag and age; figures co
   assert.ok(fig.units['77']!.codes['10']! >= 1);
   assert.ok(fig.units['9']!.codes['11']! >= 1);
   const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
-  assert.match(metrics, /shadowgate_modbus_servers_door_hits \d+/);
+  assert.match(metrics, /shadowgate_modbus_server_unit_hits_total\{server="door",unit="1"\} [1-9]\d*/);
+  assert.match(metrics, /shadowgate_modbus_server_unit_exceptions_total\{server="door",unit="77",code="10"\} [1-9]/);
+  assert.match(metrics, /shadowgate_modbus_server_client_requests_total\{server="door",client="127.0.0.1"\} [1-9]/);
+  const lint = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8', timeout: 10_000 });
+  if (!lint.error) assert.is(`${lint.stdout}${lint.stderr}`.trim(), '', 'promtool check metrics is clean with the server figures');
 });
 
 test.run();

@@ -78,12 +78,8 @@ export class TcpDoor {
   }
 
   stats(): Record<string, unknown> {
-    // Exception codes stay in figures(): as a second numeric key under a unit they would clash in /metrics labels.
-    const { total, units } = this.figures.snapshot();
-    const plain = ({ codes: _codes, ...rest }: typeof total): Omit<typeof total, 'codes'> => rest;
-    return {
-      connections: this.connections.size, refused: this.refused, ...plain(total),
-      units: Object.fromEntries(Object.entries(units).map(([unit, c]) => [unit, plain(c)])),
-    };
+    // Per unit and per client with exception codes: /metrics turns them into labels (api/metrics-servers.ts).
+    return { running: true, connections: this.connections.size, refused: this.refused, ...this.figures.snapshot() };
   }
+
 }
