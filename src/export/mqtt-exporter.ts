@@ -6,7 +6,7 @@
 import { isGatewayError } from '../core/errors.js';
 import type { ShadowEvents } from '../core/events.js';
 import type { DeviceRecord } from '../core/records.js';
-import type { Principal } from './auth.js';
+import { haStatusTopic, type Principal } from './auth.js';
 import type { ExportContext } from './context.js';
 import { discoveryMessages, discoveryNode, haId, type HaPointInfo } from './homeassistant.js';
 import {
@@ -62,6 +62,8 @@ export class MqttExporter {
   /** The discovery run in slices (republishDiscovery), or null. */
   private discoveryRun: { ids: string[]; at: number } | null = null;
   private readonly counters = { states: 0, events: 0, sets: 0, setsFailed: 0, setsRefused: 0 };
+  /** What Home Assistant did here: its births (wall time of the last one) and the configs sent. */
+  private readonly haSeen = { births: 0, lastBirthAt: null as number | null, configsSent: 0 };
 
   constructor(
     private readonly ctx: ExportContext,
@@ -154,7 +156,7 @@ export class MqttExporter {
   }
 
   stats(): Record<string, unknown> {
-    return { ...this.counters, pendingSets: this.pendingSets };
+    return { ...this.counters, pendingSets: this.pendingSets, homeassistant: { ...this.haSeen } };
   }
 
   private publishState(id: string, dev = this.ctx.shadow.GetDeviceRecord(id)): void {
@@ -186,6 +188,7 @@ export class MqttExporter {
     const now = new Set(msgs.map((m) => m.topic));
     for (const t of old) if (!now.has(t)) this.publish(t, '', DISCOVERY_LOCAL_RETAIN, true);
     for (const m of msgs) this.publish(m.topic, JSON.stringify(m.payload), DISCOVERY_LOCAL_RETAIN, true);
+    this.haSeen.configsSent += msgs.length;
     this.discoveryTopics.set(dev.id, [...now]);
   }
 
@@ -249,7 +252,11 @@ export class MqttExporter {
       return;
     }
     const ha = this.ha;
-    if (ha && topic === `${ha.prefix}/status` && payload.toString() === 'online') this.republishDiscovery();
+    if (ha && topic === haStatusTopic(ha.prefix) && payload.toString() === 'online') {
+      this.haSeen.births++;
+      this.haSeen.lastBirthAt = this.ctx.clock.now();
+      this.republishDiscovery();
+    }
   }
 
   /** `<base>/<device>/set` → the batch write path → `<base>/<device>/set/result`. Never throws. */
