@@ -6,6 +6,7 @@ import type { DeviceRecord } from '../core/records.js';
 import type { Access, Device, PointType } from '../core/types.js';
 import type { Logger } from '../util/logger.js';
 import type { MqttConfig, ShadowExportConfig } from '../config/types.js';
+import type { DiscoveryDevice } from './homeassistant.js';
 
 /** The read side of the shadow the exporters need (structurally the core `Shadow`). */
 export interface ShadowView {
@@ -37,6 +38,8 @@ export interface ExportContext {
   /** The whole shadow in the REST shape (built by the api layer). */
   shadowJson(): unknown;
   devicePoints(id: string): PointInfo[];
+  /** What Home Assistant's device block says about a device (manufacturer, model, versions, console URL). */
+  deviceInfo?(id: string, modelName: string): DiscoveryDevice;
   mqtt: MqttConfig;
   export: { shadow: ShadowExportConfig };
   gatewayId: string;

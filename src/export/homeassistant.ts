@@ -59,13 +59,27 @@ export function classesFor(p: PointInfo): { device_class?: string; state_class?:
   return { state_class: 'measurement' };
 }
 
+/** What the HA device block says about the device, beyond its id. */
+export interface DiscoveryDevice {
+  model: string;
+  manufacturer?: string;
+  sw_version?: string;
+  configuration_url?: string;
+}
+
 export interface DiscoveryInput {
   prefix: string;
   gatewayId: string;
   deviceId: string;
-  modelName: string;
+  device: DiscoveryDevice;
   points: readonly HaPointInfo[];
+  /** The topics the configs name: the local ones, or the upstream ones behind a bridge. */
   topics: Topics;
+  /**
+   * Behind a bridge, the link's state topic upstream: an entity is available only while both the device and
+   * the link are (the device's retained `online` upstream would outlive a gateway that lost its link).
+   */
+  linkTopic?: string;
 }
 
 export function discoveryNode(gatewayId: string, deviceId: string): string {
@@ -79,9 +93,12 @@ export function discoveryMessages(input: DiscoveryInput): DiscoveryMessage[] {
   const device = {
     identifiers: [node],
     name: deviceId,
-    model: input.modelName,
     manufacturer: 'shadowgate',
+    ...input.device,
   };
+  const availability = input.linkTopic
+    ? { availability: [{ topic: topics.availability(deviceId) }, { topic: input.linkTopic }], availability_mode: 'all' }
+    : { availability_topic: topics.availability(deviceId) };
   return input.points.map((p) => {
     const component = componentFor(p);
     const key = JSON.stringify(p.name);
@@ -90,7 +107,7 @@ export function discoveryMessages(input: DiscoveryInput): DiscoveryMessage[] {
       unique_id: `${node}_${haId(p.name)}`,
       state_topic: topics.state(deviceId),
       value_template: `{{ value_json[${key}] }}`,
-      availability_topic: topics.availability(deviceId),
+      ...availability,
       payload_available: 'online',
       payload_not_available: 'offline',
       device,

@@ -20,7 +20,7 @@ test('component per point: sensor, binary_sensor, switch, number, text', () => {
 });
 
 test('discovery payloads carry HA fields, a device block and command paths', () => {
-  const msgs = discoveryMessages({ prefix: 'homeassistant', gatewayId: 'gw-1', deviceId: 'dev1', modelName: 'm', points: MODEL_POINTS, topics: new Topics('sg') });
+  const msgs = discoveryMessages({ prefix: 'homeassistant', gatewayId: 'gw-1', deviceId: 'dev1', device: { model: 'm' }, points: MODEL_POINTS, topics: new Topics('sg') });
   const by = Object.fromEntries(msgs.map((m) => [m.topic, m.payload]));
   const sw = by['homeassistant/switch/gw-1_dev1/relay1/config']!;
   assert.ok(sw, Object.keys(by).join(','));
