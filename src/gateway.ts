@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConfigChecker } from './config/load.js';
 import { readModelLibrary } from './config/models.js';
-import type { GatewayConfig, ResolvedDevice } from './config/types.js';
+import type { GatewayConfig } from './config/types.js';
 import type { Clock } from './core/clock.js';
 import { systemClock } from './core/clock.js';
 import type { DeviceIO } from './core/io.js';
@@ -23,7 +23,7 @@ import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.
 import { BusesPart } from './runtime/buses.js';
 import { ConfigManager } from './runtime/config-manager.js';
 import { ConfigStore, sha256 } from './runtime/config-store.js';
-import { createExportPart, type PointInfo } from './runtime/export.js';
+import { createExportPart } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
 import { createHttpPart } from './runtime/http.js';
@@ -34,6 +34,7 @@ import { clockSynchronized } from './runtime/clock-sync.js';
 import type { LogRing } from './util/log-ring.js';
 import type { Logger } from './util/logger.js';
 import { readVersion } from './util/version.js';
+import { consoleUrl, haDeviceInfo, haPointInfo } from './runtime/ha-info.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -66,14 +67,6 @@ export interface GatewayOptions {
   routes?: ((app: ApiApp, kit: RouteKit) => void)[];
 }
 
-/** Model facts per point for Home Assistant discovery (on/off lines become switches/binary sensors). */
-function pointInfo(device: ResolvedDevice | undefined): PointInfo[] {
-  return (device?.model.points ?? []).map((p) => ({
-    name: p.name, type: p.type, access: p.access, ...(p.unit === undefined ? {} : { unit: p.unit }),
-    binary: p.gpio !== undefined || p.modbus?.data_type === 'bool' || p.modbus?.table === 'coil' || p.modbus?.table === 'discrete',
-  }));
-}
-
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
   const { log } = opts;
   const clock = opts.clock ?? systemClock;
@@ -97,8 +90,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     syncTimer.unref();
     parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
     const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized));
+    const version = readVersion();
+    const haConsole = consoleUrl(config.http.host, config.http.port);
     const exporter = await parts.start(createExportPart({
-      shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => pointInfo(buses.devices.get(id)),
+      shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => haPointInfo(buses.devices.get(id)),
+      deviceInfo: (id, modelName) => haDeviceInfo(buses.devices.get(id), modelName, version, haConsole),
       mqtt: config.mqtt, export: config.export, gatewayId: config.gateway.id, dataDir, clock, log,
     }));
 
@@ -121,7 +117,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     });
     const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats() });
     const system = createSystem({
-      buses, dataDir, clock, version: readVersion(),
+      buses, dataDir, clock, version,
       rawBuses: () => {
         const raw = manager.current() as { buses?: Record<string, unknown>[] };
         return Array.isArray(raw.buses) ? raw.buses : [];

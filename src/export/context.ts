@@ -6,7 +6,6 @@ import type { DeviceRecord } from '../core/records.js';
 import type { Access, Device, PointType } from '../core/types.js';
 import type { Logger } from '../util/logger.js';
 import type { MqttConfig, ShadowExportConfig } from '../config/types.js';
-import type { DiscoveryDevice } from './homeassistant.js';
 
 /** The read side of the shadow the exporters need (structurally the core `Shadow`). */
 export interface ShadowView {
@@ -25,6 +24,22 @@ export interface PointInfo {
   unit?: string;
   /** On/off point (coil, discrete input, GPIO line, modbus data_type bool): HA switch/binary_sensor. */
   binary?: boolean;
+  /** The register's data type (`int16`, `uint32`, `float32`…): bounds what a write can carry. */
+  dataType?: string;
+  /** value = raw × scale + offset. */
+  scale?: number;
+  offset?: number;
+  decimals?: number;
+  /** Coded values (raw code → meaning): the state carries the meaning; a write sends one. */
+  values?: Record<string, number | string>;
+}
+
+/** What Home Assistant's device block says about a device, beyond its id. */
+export interface DiscoveryDevice {
+  model: string;
+  manufacturer?: string;
+  sw_version?: string;
+  configuration_url?: string;
 }
 
 /** The config slices come from the one schema (src/config/types.ts): durations ms, sizes bytes. */

@@ -65,7 +65,7 @@ if (!hasMosquitto) {
         const av = readTopics(c).slice(1);
         if (topic.includes('gw1_dev1')) {
           const state = JSON.parse(last(c.state_topic as string)) as Record<string, unknown>;
-          const point = /\[(".*")\]/.exec(c.value_template as string)![1]!;
+          const point = /\[("[^"]*")\]/.exec(c.value_template as string)![1]!;
           assert.ok(state[JSON.parse(point) as string] !== undefined, `${topic}: its value is in the state`);
           assert.ok(av.every((t) => last(t) === 'online'), `${topic}: available`);
         }

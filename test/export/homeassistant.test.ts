@@ -16,7 +16,9 @@ test('component per point: sensor, binary_sensor, switch, number, text', () => {
   const comps = Object.fromEntries(MODEL_POINTS.map((p) => [p.name, componentFor(p)]));
   assert.equal(comps, { temp: 'sensor', energy: 'sensor', relay1: 'switch', door: 'binary_sensor', setpoint: 'number', label: 'text' });
   assert.is(componentFor({ name: 'x', type: 'int', access: 'RW', binary: true } as never), 'switch');
-  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', binary: false } as never), 'number');
+  // The name rule runs when the model does not say the point is a line (an int register named relay).
+  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', binary: false } as never), 'switch');
+  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', unit: 'V' } as never), 'number');
 });
 
 test('discovery payloads carry HA fields, a device block and command paths', () => {
