@@ -34,7 +34,8 @@ import { clockSynchronized } from './runtime/clock-sync.js';
 import type { LogRing } from './util/log-ring.js';
 import type { Logger } from './util/logger.js';
 import { readVersion } from './util/version.js';
-import { consoleUrl, haDeviceInfo, haPointInfo } from './runtime/ha-info.js';
+import { consoleUrl, haDeviceInfo, haPointInfo, hostAddress } from './runtime/ha-info.js';
+import { mountHomeAssistant } from './api/homeassistant-routes.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -142,6 +143,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats() }),
       routes: [
         (app, kit) => history.routes(app, kit),
+        (_app, kit) => mountHomeAssistant(kit, {
+          config, mqttStats: () => exporter.stats(), mqttPort: () => exporter.mqttPort, wsPort: () => exporter.wsPort, address: hostAddress,
+        }),
         ...(consoleFiles ? [(app: ApiApp) => mountConsole(app, consoleFiles)] : []),
         ...(opts.routes ?? []),
       ],

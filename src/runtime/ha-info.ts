@@ -31,12 +31,15 @@ export function haDeviceInfo(device: Pick<ResolvedDevice, 'model'> | undefined, 
   };
 }
 
-/** The console's address as another machine reaches it: a wildcard listen address becomes the host's own. */
+/** The address another machine reaches a listener on `host` by: a wildcard becomes the host's own IPv4 address. */
+export function hostAddress(host: string): string {
+  if (host !== '0.0.0.0' && host !== '::' && host !== '') return host;
+  const v4 = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
+  return v4?.address ?? hostname();
+}
+
+/** The console's address as another machine reaches it. */
 export function consoleUrl(host: string, port: number): string {
-  let name = host;
-  if (host === '0.0.0.0' || host === '::' || host === '') {
-    const v4 = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
-    name = v4?.address ?? hostname();
-  }
+  const name = hostAddress(host);
   return `http://${name.includes(':') ? `[${name}]` : name}:${port}/`;
 }
