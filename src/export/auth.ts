@@ -146,7 +146,8 @@ export function checkPublish(
   }
   if (discovery && topic.startsWith(`${discovery.prefix}/`)) {
     const node = topic.split('/')[2] ?? '';
-    if (node.startsWith(discovery.nodePrefix)) return `topic ${topic} belongs to the gateway`;
+    // Its devices' configs (`<gateway>_<device>`) and its own (`<gateway>`, the gateway's HA device).
+    if (node.startsWith(discovery.nodePrefix) || `${node}_` === discovery.nodePrefix) return `topic ${topic} belongs to the gateway`;
   }
   return null;
 }

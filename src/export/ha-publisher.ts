@@ -5,7 +5,7 @@
  * on it (`<prefix>/status` = `online`), in slices so a large fleet never stalls the event loop.
  */
 import type { ExportContext } from './context.js';
-import { discoveryMessages, discoveryNode, haId, type DiscoveryDevice, type HaPointInfo } from './homeassistant.js';
+import { discoveryMessages, discoveryNode, gatewayMessage, haId, type DiscoveryDevice, type HaPointInfo } from './homeassistant.js';
 import { topicSafeDeviceId, type Topics } from './topics.js';
 
 /** Sends one config (or '' to remove it) to one side. */
@@ -69,6 +69,7 @@ export class HaPublisher {
       deviceId: dev.id,
       device: this.deviceInfo(dev.id, dev.modelName),
       points: this.ctx.devicePoints(dev.id) as HaPointInfo[],
+      viaGateway: this.sides.upstream !== undefined,
     };
     let now: Set<string> | null = null;
     for (const side of sides) {
@@ -82,6 +83,22 @@ export class HaPublisher {
     if (now) this.sent.set(dev.id, [...now]);
   }
 
+  /**
+   * With a bridge, the gateway itself is an HA device (its upstream link), the one the devices are reached
+   * through. Without one there is nothing about it HA would not know: no gateway device, no via_device.
+   */
+  publishGateway(sides: Iterable<Side> = this.allSides()): void {
+    const prefix = this.prefix;
+    const up = this.sides.upstream;
+    if (!prefix || !up) return;
+    const { sw_version, configuration_url } = this.deviceInfo('', 'shadowgate');
+    const facts = { ...(sw_version ? { sw_version } : {}), ...(configuration_url ? { configuration_url } : {}) };
+    for (const side of sides) {
+      const m = gatewayMessage(prefix, this.ctx.gatewayId, side === 'upstream' ? up.linkTopic : this.topics.bridgeState, facts);
+      this.send(side, m.topic, JSON.stringify(m.payload));
+    }
+  }
+
   /** Removes a device's configs on every side (HA removes the entities). */
   remove(id: string): void {
     for (const t of this.sent.get(id) ?? []) for (const side of this.allSides()) this.send(side, t, '');
@@ -93,7 +110,7 @@ export class HaPublisher {
     const prefix = this.prefix;
     if (!prefix || !topic.startsWith(`${prefix}/`) || !topic.endsWith('/config')) return;
     const node = topic.split('/')[2] ?? '';
-    if (!node.startsWith(`${haId(this.ctx.gatewayId)}_`)) return;
+    if (!node.startsWith(`${haId(this.ctx.gatewayId)}_`)) return; // (the gateway's own node has no `_`)
     const live = this.ctx.shadow.GetDeviceIds().some((id) => discoveryNode(this.ctx.gatewayId, id) === node);
     if (!live) for (const side of this.allSides()) this.send(side, topic, '');
   }
@@ -124,6 +141,7 @@ export class HaPublisher {
         this.run = null;
         return;
       }
+      if (run.at === 0) this.publishGateway(run.sides);
       const end = Math.min(run.at + DISCOVERY_SLICE, run.ids.length);
       for (; run.at < end; run.at++) {
         const dev = this.ctx.shadow.GetDeviceRecord(run.ids[run.at]!);

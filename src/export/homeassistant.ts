@@ -75,6 +75,33 @@ export interface DiscoveryInput {
    * the link are (the device's retained `online` upstream would outlive a gateway that lost its link).
    */
   linkTopic?: string;
+  /** The gateway is announced as an HA device of its own: the devices say they are reached through it. */
+  viaGateway?: boolean;
+}
+
+/** The gateway's HA device identifier (a device's is `<gateway>_<device>`, never this). */
+export const gatewayIdentifier = (gatewayId: string): string => haId(gatewayId);
+
+/**
+ * The gateway's own HA device, with one entity: its link to the upstream broker (connectivity), read from
+ * `stateTopic` — `<base>/bridge/state` here, `<topic_prefix>/<base>/bridge/state` upstream (with a last will).
+ */
+export function gatewayMessage(prefix: string, gatewayId: string, stateTopic: string, device: Omit<DiscoveryDevice, 'model'>): DiscoveryMessage {
+  const id = gatewayIdentifier(gatewayId);
+  return {
+    topic: `${prefix}/binary_sensor/${id}/upstream_link/config`,
+    payload: {
+      name: 'Upstream link',
+      unique_id: `${id}_upstream_link`,
+      state_topic: stateTopic,
+      payload_on: 'online',
+      payload_off: 'offline',
+      device_class: 'connectivity',
+      entity_category: 'diagnostic',
+      device: { identifiers: [id], name: gatewayId, manufacturer: 'shadowgate', model: 'shadowgate gateway', ...device },
+      origin: { name: 'shadowgate' },
+    },
+  };
 }
 
 export function discoveryNode(gatewayId: string, deviceId: string): string {
@@ -90,8 +117,8 @@ export function discoveryMessages(input: DiscoveryInput): DiscoveryMessage[] {
     name: deviceId,
     manufacturer: 'shadowgate',
     ...input.device,
-    // The gateway is the HA device these hang off (HA links them once a device with that identifier exists).
-    via_device: haId(gatewayId),
+    // The gateway's own HA device (gatewayMessage), when it is announced.
+    ...(input.viaGateway ? { via_device: gatewayIdentifier(gatewayId) } : {}),
   };
   const availability = input.linkTopic
     ? { availability: [{ topic: topics.availability(deviceId) }, { topic: input.linkTopic }], availability_mode: 'all' }

@@ -50,6 +50,8 @@ test('publish ACL: set needs can_write, gateway topics never, discovery of this 
     assert.ok(checkPublish(w, topic, t, d), topic);
   }
   assert.ok(checkPublish(w, 'homeassistant/switch/gw1_dev1/relay1/config', t, d));
+  assert.ok(checkPublish(w, 'homeassistant/binary_sensor/gw1/upstream_link/config', t, d), 'the gateway\'s own HA device');
+  assert.is(checkPublish(w, 'homeassistant/binary_sensor/gw10/x/config', t, d), null);
   assert.is(checkPublish(r, 'homeassistant/status', t, d), null);
   assert.is(checkPublish(r, 'homeassistant/switch/other_dev/x/config', t, d), null);
 });

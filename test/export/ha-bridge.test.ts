@@ -12,12 +12,13 @@ import { haLike, type HaLike } from './ha-like.js';
 import { Mosquitto, freePort, hasMosquitto } from './mosquitto.js';
 import type { MqttClient } from 'mqtt';
 
-const CONFIGS = 2 * MODEL_POINTS.length;
+// Two devices' points, and the gateway's own HA device (its upstream link).
+const CONFIGS = 2 * MODEL_POINTS.length + 1;
 
 /** The topics a config names for HA to read: state and every availability topic. */
 function readTopics(c: Record<string, unknown>): string[] {
-  const av = (c.availability as { topic: string }[] | undefined)?.map((a) => a.topic) ?? [c.availability_topic as string];
-  return [c.state_topic as string, ...av];
+  const av = (c.availability as { topic: string }[] | undefined)?.map((a) => a.topic) ?? [c.availability_topic as string | undefined];
+  return [c.state_topic as string, ...av].filter((t): t is string => t !== undefined);
 }
 
 if (!hasMosquitto) {
@@ -70,6 +71,11 @@ if (!hasMosquitto) {
           assert.ok(av.every((t) => last(t) === 'online'), `${topic}: available`);
         }
       }
+      // The gateway is an HA device of its own, reading the link's state there; the devices hang off it.
+      const link = h.configs.get('homeassistant/binary_sensor/gw1/upstream_link/config')!;
+      assert.equal([link.state_topic, last(link.state_topic as string)], ['site-a/sg/bridge/state', 'online']);
+      assert.equal((link.device as { identifiers: string[] }).identifiers, ['gw1']);
+      for (const [topic, c] of h.configs) if (c !== link) assert.is((c.device as { via_device: string }).via_device, 'gw1', topic);
       // HA's switch: its command goes to the upstream command topic and is written by the gateway.
       const sw = h.configs.get('homeassistant/switch/gw1_dev1/relay1/config')!;
       assert.is(sw.command_topic, 'site-a/sg/dev1/set');

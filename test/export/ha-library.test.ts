@@ -115,8 +115,14 @@ test('names for people, the device block from the library', () => {
   for (const { model, c } of all) {
     const d = c.device as Record<string, unknown>;
     assert.equal([d.manufacturer, d.model], [model.manufacturer ?? 'shadowgate', model.name]);
-    assert.equal([d.sw_version, d.configuration_url, d.via_device], ['9.9.9', 'http://192.0.2.1:8080/', 'gw1']);
+    assert.equal([d.sw_version, d.configuration_url, d.via_device], ['9.9.9', 'http://192.0.2.1:8080/', undefined]);
   }
+  // Behind a bridge the gateway is an HA device of its own (its upstream link), and the devices hang off it.
+  const via = discoveryMessages({
+    prefix: 'homeassistant', gatewayId: 'gw1', deviceId: 'dev', topics: new Topics('sg'), device: { model: 'm' },
+    points: haPointInfo({ model: models[0]! }), viaGateway: true,
+  });
+  assert.ok(via.every((m) => (m.payload.device as { via_device: string }).via_device === 'gw1'));
   assert.is((find('abb-b23', 'voltage_l1').device as { manufacturer: string }).manufacturer, 'ABB');
 });
 
