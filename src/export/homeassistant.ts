@@ -153,8 +153,10 @@ export function discoveryMessages(input: DiscoveryInput): DiscoveryMessage[] {
         break;
       case 'binary_sensor': {
         const { device_class, inverted } = binaryClassFor(p.name);
-        // Any non-zero value is on (an alarm register may read 0xFFFF); null stays unknown.
-        payload.value_template = `{{ 'None' if value_json[${key}] is none else ('1' if value_json[${key}] else '0') }}`;
+        // Any non-zero value is on (an alarm register may read 0xFFFF), or with a value map the meaning of 1;
+        // null stays unknown.
+        const on = p.values ? ` == ${JSON.stringify(p.values['1'])}` : '';
+        payload.value_template = `{{ 'None' if value_json[${key}] is none else ('1' if value_json[${key}]${on} else '0') }}`;
         Object.assign(payload, { payload_on: inverted ? '0' : '1', payload_off: inverted ? '1' : '0' });
         if (device_class) payload.device_class = device_class;
         break;
