@@ -2,9 +2,11 @@
 /**
  * The console's Home Assistant page in a real browser (Debian's chromium, playwright-core) against a real
  * gateway (simulator bus, MQTT on port 0): it names the broker and login, says HA was not seen, and once an
- * HA-like client announces itself on the broker, shows it seen with the configs sent — without a reload.
+ * HA-like client announces itself on the broker, shows it seen with the configs sent — without a reload;
+ * no sideways scroll at 375 px, and axe-core finds no serious or critical violation.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -50,6 +52,14 @@ if (why) console.log(`SKIP: Home Assistant page browser test: ${why}`);
     await page.setViewportSize({ width: 375, height: 700 });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `no horizontal scroll at 375 px (${overflow} px)`);
+    // axe-core: no serious or critical accessibility violation on the page.
+    await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+    const serious = await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe;
+      const r = await axe.run();
+      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.nodes.length})`);
+    });
+    assert.equal(serious, [], 'axe');
     assert.equal(problems, []);
   } finally {
     await ha?.end();
