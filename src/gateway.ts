@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConfigChecker } from './config/load.js';
 import { readModelLibrary } from './config/models.js';
-import type { GatewayConfig, ResolvedDevice } from './config/types.js';
+import type { GatewayConfig } from './config/types.js';
 import type { Clock } from './core/clock.js';
 import { systemClock } from './core/clock.js';
 import type { DeviceIO } from './core/io.js';
@@ -24,7 +24,7 @@ import { BusesPart } from './runtime/buses.js';
 import { ConfigManager, type FileDrift } from './runtime/config-manager.js';
 import { consoleDrift } from './config/console-drift.js';
 import { ConfigStore, originOf, sha256 } from './runtime/config-store.js';
-import { createExportPart, type PointInfo } from './runtime/export.js';
+import { createExportPart } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
 import { createHttpPart } from './runtime/http.js';
@@ -39,6 +39,8 @@ import { readVersion } from './util/version.js';
 import { sameValue } from './util/same-value.js';
 import { DataDirDamage } from './store/damage.js';
 import { checkExportFiles } from './runtime/data-check.js';
+import { consoleUrl, haDeviceInfo, haPointInfo, hostAddress } from './runtime/ha-info.js';
+import { mountHomeAssistant } from './api/homeassistant-routes.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -80,14 +82,6 @@ export interface GatewayOptions {
   restart?: () => void;
 }
 
-/** Model facts per point for Home Assistant discovery (on/off lines become switches/binary sensors). */
-function pointInfo(device: ResolvedDevice | undefined): PointInfo[] {
-  return (device?.model.points ?? []).map((p) => ({
-    name: p.name, type: p.type, access: p.access, ...(p.unit === undefined ? {} : { unit: p.unit }),
-    binary: p.gpio !== undefined || p.modbus?.data_type === 'bool' || p.modbus?.table === 'coil' || p.modbus?.table === 'discrete',
-  }));
-}
-
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
   const { log } = opts;
   const clock = opts.clock ?? systemClock;
@@ -116,8 +110,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     parts.adopt({ name: 'clock-sync', start: async () => {}, stop: async () => clearInterval(syncTimer) });
     const history = await parts.start(createHistoryPart(config, dataDir, shadow, clock, log.child({ part: 'history' }), () => clockSync.synchronized, damage));
     await checkExportFiles(dataDir, damage);
+    const version = readVersion();
+    const haConsole = consoleUrl(config.http.host, config.http.port);
     const exporter = await parts.start(createExportPart({
-      shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => pointInfo(buses.devices.get(id)),
+      shadow, bus: shadow.bus, io, shadowJson: () => shadowAllJson(shadow), devicePoints: (id) => haPointInfo(buses.devices.get(id)),
+      deviceInfo: (id, modelName) => haDeviceInfo(buses.devices.get(id), modelName, version, haConsole),
       mqtt: config.mqtt, export: config.export, gatewayId: config.gateway.id, dataDir, clock, log,
     }));
 
@@ -154,7 +151,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats(), modbusServers: modbusServers.stats(),
     });
     const system = createSystem({
-      buses, dataDir, clock, version: readVersion(), log,
+      buses, dataDir, clock, version, log,
       restartPending: () => manager.restartPending(), ...(opts.restart ? { restart: opts.restart } : {}),
       rawBuses: () => {
         const raw = manager.current() as { buses?: Record<string, unknown>[] };
@@ -182,6 +179,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),
       routes: [
         (app, kit) => history.routes(app, kit),
+        (_app, kit) => mountHomeAssistant(kit, {
+          config, mqttStats: () => exporter.stats(), mqttPort: () => exporter.mqttPort, wsPort: () => exporter.wsPort, address: hostAddress,
+        }),
         ...(consoleFiles ? [(app: ApiApp) => mountConsole(app, consoleFiles)] : []),
         ...(opts.routes ?? []),
       ],

@@ -11,6 +11,7 @@ import { Buses } from './views/buses.js';
 import { Config } from './views/config.js';
 import { Device } from './views/device.js';
 import { Devices } from './views/devices.js';
+import { HomeAssistant } from './views/homeassistant.js';
 import { System } from './views/system.js';
 
 const route = () => location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
@@ -24,11 +25,12 @@ function View({ parts }) {
     case 'bus': return html`<${BusEdit} key=${arg ?? 'new'} editId=${arg} />`;
     case 'config': return html`<${Config} />`;
     case 'system': return html`<${System} />`;
+    case 'homeassistant': return html`<${HomeAssistant} />`;
     default: return html`<${Devices} />`;
   }
 }
 
-const NAV = [['', 'Devices'], ['buses', 'Buses'], ['add', 'Add device'], ['config', 'Configuration'], ['system', 'System']];
+const NAV = [['', 'Devices'], ['buses', 'Buses'], ['add', 'Add device'], ['config', 'Configuration'], ['homeassistant', 'Home Assistant'], ['system', 'System']];
 
 function App() {
   const s = useStore();

@@ -116,12 +116,15 @@ export class UserDirectory {
 }
 
 /**
- * The publish ACL. Returns `null` when allowed, else the reason (logged). Rules:
+ * The publish ACL. Returns `null` when allowed, else the reason (the broker drops the message and logs it).
+ * Rules:
+ * - anonymous clients (when `allow_anonymous`) publish exactly one topic, and only with discovery on:
+ *   Home Assistant's birth and will, `<prefix>/status`. HA connects without a login by default and
+ *   announces itself on the connection it subscribes with; the birth makes the gateway send its configs;
  * - under `<base>/` a client may publish only to `<base>/<device>/set`, and only with `can_write`
  *   (state, availability, events, bridge state, shadow and set results are the gateway's: no spoofing);
  * - discovery configs for this gateway's devices (`<prefix>/<component>/<gateway>_…`) are the gateway's;
- * - anonymous clients publish nothing (read only); users may publish elsewhere (HA's birth message
- *   `homeassistant/status`, Node-RED flows).
+ * - users may publish elsewhere (HA's birth message, Node-RED flows).
  */
 export function checkPublish(
   principal: Principal,
@@ -129,7 +132,12 @@ export function checkPublish(
   topics: Topics,
   discovery?: { prefix: string; nodePrefix: string },
 ): string | null {
-  if (principal.kind === 'anonymous') return 'anonymous clients are read only';
+  if (principal.kind === 'anonymous') {
+    if (discovery && topic === haStatusTopic(discovery.prefix)) return null;
+    return discovery
+      ? `anonymous clients may publish only ${haStatusTopic(discovery.prefix)}`
+      : 'anonymous clients are read only';
+  }
   if (topics.owns(topic)) {
     const parsed = topics.parse(topic);
     if (parsed?.kind !== 'set') return `topic ${topic} belongs to the gateway`;
@@ -138,10 +146,14 @@ export function checkPublish(
   }
   if (discovery && topic.startsWith(`${discovery.prefix}/`)) {
     const node = topic.split('/')[2] ?? '';
-    if (node.startsWith(discovery.nodePrefix)) return `topic ${topic} belongs to the gateway`;
+    // Its devices' configs (`<gateway>_<device>`) and its own (`<gateway>`, the gateway's HA device).
+    if (node.startsWith(discovery.nodePrefix) || `${node}_` === discovery.nodePrefix) return `topic ${topic} belongs to the gateway`;
   }
   return null;
 }
+
+/** Where Home Assistant publishes its birth (`online`) and will (`offline`). */
+export const haStatusTopic = (prefix: string): string => `${prefix}/status`;
 
 /**
  * The subscribe ACL. Returns `null` when allowed, else the reason (SUBACK 128, the connection stays).

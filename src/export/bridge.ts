@@ -5,6 +5,8 @@
  * While the upstream is away, messages go to a bounded on-disk queue and are flushed in order on reconnect.
  * `<base>/bridge/state` (local, retained) and `<topic_prefix>/<base>/bridge/state` (upstream, retained,
  * with a last will) say whether the link is up.
+ * Home Assistant discovery configs go upstream as they are built for it (`forwardDiscovery`: under HA's own
+ * prefix, naming the upstream topics, retained), and an HA birth upstream asks for them again.
  */
 import mqtt, { type MqttClient } from 'mqtt';
 import type { Logger } from '../util/logger.js';
@@ -24,6 +26,8 @@ export interface BridgeOptions {
   onSet(device: string, payload: Buffer): void;
   /** Reconnect period, ms (default 2 s). */
   reconnectPeriod?: number;
+  /** Home Assistant's status topic upstream (`<prefix>/status`) and what to do on its birth there. */
+  haStatus?: { topic: string; onBirth(): void };
 }
 
 // Above this many unacknowledged direct publishes the upstream is too slow: new messages go to disk.
@@ -36,7 +40,7 @@ export class Bridge {
   private pumping = false;
   private stopped = false;
   private inflight = 0;
-  private readonly counters = { forwarded: 0, queued: 0, setsFromUpstream: 0, connects: 0 };
+  private readonly counters = { forwarded: 0, queued: 0, setsFromUpstream: 0, connects: 0, discoveryForwarded: 0, haBirths: 0 };
 
   constructor(private readonly opts: BridgeOptions) {
     this.prefix = opts.config.topic_prefix.replace(/\/+$/, '');
@@ -45,6 +49,11 @@ export class Bridge {
 
   private up(topic: string): string {
     return this.prefix ? `${this.prefix}/${topic}` : topic;
+  }
+
+  /** The upstream topic of a local one (`<topic_prefix>/<topic>`): what discovery configs upstream name. */
+  upstreamTopic(topic: string): string {
+    return this.up(topic);
   }
 
   async start(): Promise<void> {
@@ -69,6 +78,7 @@ export class Bridge {
       log.info({ url: config.url }, 'bridge connected');
       client.publish(this.up(topics.bridgeState), 'online', { qos: 1, retain: true });
       client.subscribe(this.up(topics.setFilter), { qos: 1 });
+      if (this.opts.haStatus) client.subscribe(this.opts.haStatus.topic, { qos: 1 });
       this.opts.publishLocal(topics.bridgeState, 'online');
       void this.pump();
     });
@@ -77,6 +87,14 @@ export class Bridge {
     });
     client.on('error', (err) => log.warn({ err: err.message }, 'bridge error'));
     client.on('message', (topic, payload) => {
+      const ha = this.opts.haStatus;
+      if (ha && topic === ha.topic) {
+        if (payload.toString() === 'online') {
+          this.counters.haBirths++;
+          ha.onBirth();
+        }
+        return;
+      }
       if (!topic.startsWith(`${this.prefix}/`) && this.prefix) return;
       const parsed = topics.parse(this.prefix ? topic.slice(this.prefix.length + 1) : topic);
       if (parsed?.kind !== 'set') return;
@@ -100,10 +118,27 @@ export class Bridge {
     this.queue.push({ t: topic, p: payload, r: retain });
   }
 
+  /**
+   * A discovery config (or its removal, '') for an HA on the upstream broker: sent to `topic` as is, retained,
+   * queued like the rest while the upstream is away.
+   */
+  forwardDiscovery(topic: string, payload: string): void {
+    if (this.stopped) return;
+    this.counters.discoveryForwarded++;
+    const m: QueuedMessage = { t: topic, p: payload, r: true, a: 1 };
+    const c = this.client;
+    if (c?.connected && !this.pumping && this.queue.length === 0 && this.inflight < MAX_INFLIGHT) {
+      this.send(m);
+      return;
+    }
+    this.counters.queued++;
+    this.queue.push(m);
+  }
+
   private send(m: QueuedMessage): Promise<void> {
     this.inflight++;
     return new Promise((resolve) => {
-      this.client!.publish(this.up(m.t), m.p, { qos: 1, retain: m.r }, () => {
+      this.client!.publish(m.a ? m.t : this.up(m.t), m.p, { qos: 1, retain: m.r }, () => {
         this.inflight--;
         this.counters.forwarded++;
         resolve();

@@ -86,6 +86,9 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     published: 0, clientPublishes: 0, outboxDropped: 0,
   };
   const backoff = new FailureBackoff();
+  /** Publishes the ACL refused: acknowledged, then dropped by the publish wrapper. */
+  const dropped = new WeakSet<object>();
+  const warned = new WeakSet<Client>();
   /** Every client connection, TCP or WebSocket: bounded packets, then aedes. */
   const handle = (conn: Duplex, req?: http.IncomingMessage): void => {
     aedes.handle(conn, req as never);
@@ -149,13 +152,33 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
       else reason = checkPublish(principals.get(client) ?? { kind: 'anonymous' }, packet.topic, topics, opts.discovery);
       if (reason) {
         counters.refusedPublishes++;
-        log.warn({ client: client.id, topic: packet.topic, reason }, 'mqtt publish refused');
-        // MQTT 3.1.1 has no negative PUBACK: aedes closes the connection, which is what the client sees.
-        return cb(new Error(reason));
+        // One line per connection: a client that keeps publishing is no longer stopped by a close.
+        if (!warned.has(client)) {
+          warned.add(client);
+          log.warn({ client: client.id, topic: packet.topic, reason }, 'mqtt publish refused (dropped; further refusals of this client are counted, not logged)');
+        }
+        // MQTT 3.1.1 has no negative PUBACK: a refused publish is either acknowledged and dropped or its
+        // connection closed (MQTT-3.3.5-2). Closing made Home Assistant reconnect and publish again forever,
+        // so it is acknowledged as usual and never delivered (the publish wrapper below).
+        dropped.add(packet);
       }
       cb(null);
     },
   });
+
+  // aedes has no way to refuse a publish but closing its connection: authorizePublish lets the refused packet
+  // through marked, aedes acknowledges it by its QoS (PUBACK, or PUBREC/PUBCOMP) and hands that same object
+  // to broker.publish, which skips it: no delivery, no retained store, no 'publish' event.
+  const deliver = aedes.publish.bind(aedes) as (packet: object, client: unknown, done?: (err?: Error) => void) => void;
+  (aedes as unknown as { publish: typeof deliver }).publish = (packet, client, done) => {
+    if (typeof client === 'function') return deliver(packet, client);
+    if (dropped.has(packet)) {
+      dropped.delete(packet);
+      done?.();
+      return;
+    }
+    deliver(packet, client, done);
+  };
 
   // Not in aedes' typings; the memory persistence applies storeRetained synchronously, in call order.
   const persistence = (aedes as unknown as { persistence: RetainedPersistence }).persistence;

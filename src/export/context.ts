@@ -24,6 +24,22 @@ export interface PointInfo {
   unit?: string;
   /** On/off point (coil, discrete input, GPIO line, modbus data_type bool): HA switch/binary_sensor. */
   binary?: boolean;
+  /** The register's data type (`int16`, `uint32`, `float32`…): bounds what a write can carry. */
+  dataType?: string;
+  /** value = raw × scale + offset. */
+  scale?: number;
+  offset?: number;
+  decimals?: number;
+  /** Coded values (raw code → meaning): the state carries the meaning; a write sends one. */
+  values?: Record<string, number | string>;
+}
+
+/** What Home Assistant's device block says about a device, beyond its id. */
+export interface DiscoveryDevice {
+  model: string;
+  manufacturer?: string;
+  sw_version?: string;
+  configuration_url?: string;
 }
 
 /** The config slices come from the one schema (src/config/types.ts): durations ms, sizes bytes. */
@@ -37,6 +53,8 @@ export interface ExportContext {
   /** The whole shadow in the REST shape (built by the api layer). */
   shadowJson(): unknown;
   devicePoints(id: string): PointInfo[];
+  /** What Home Assistant's device block says about a device (manufacturer, model, versions, console URL). */
+  deviceInfo?(id: string, modelName: string): DiscoveryDevice;
   mqtt: MqttConfig;
   export: { shadow: ShadowExportConfig };
   gatewayId: string;

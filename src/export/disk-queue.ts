@@ -17,6 +17,8 @@ export interface QueuedMessage {
   t: string;
   p: string;
   r: boolean;
+  /** The topic is the upstream one as is (Home Assistant discovery), not a local one to put under the prefix. */
+  a?: 1;
 }
 
 interface Segment {

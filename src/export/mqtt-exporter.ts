@@ -6,9 +6,10 @@
 import { isGatewayError } from '../core/errors.js';
 import type { ShadowEvents } from '../core/events.js';
 import type { DeviceRecord } from '../core/records.js';
-import type { Principal } from './auth.js';
+import { haStatusTopic, type Principal } from './auth.js';
 import type { ExportContext } from './context.js';
-import { discoveryMessages, discoveryNode, haId, type HaPointInfo } from './homeassistant.js';
+import { HaPublisher, type DiscoverySides } from './ha-publisher.js';
+import type { DiscoveryDevice } from './homeassistant.js';
 import {
   localTime,
   topicSafeDeviceId,
@@ -19,21 +20,8 @@ import {
   type Topics,
 } from './topics.js';
 
-/**
- * Publishes one message; `payload` '' with retain clears a retained topic. `upstreamRetain` overrides the retain
- * flag on the upstream bridge (discovery: not retained here, retained upstream).
- */
-export type Publish = (topic: string, payload: string, retain: boolean, upstreamRetain?: boolean) => void;
-
-/**
- * Home Assistant discovery is NOT retained by the embedded broker: 100 points × 1,000 devices are 100,000
- * retained configs, ~85 MB of broker memory on a Pi (issue 16). HA announces itself on `<prefix>/status` each time
- * it connects, and the configs are sent again then (republishDiscovery); an upstream broker, which HA may reach
- * later, keeps them retained.
- */
-const DISCOVERY_LOCAL_RETAIN = false;
-/** Devices whose discovery configs go out per turn of the event loop (~1,000 messages for 100-point devices). */
-const DISCOVERY_SLICE = 10;
+/** Publishes one message to the embedded broker and the bridge; `payload` '' with retain clears a retained topic. */
+export type Publish = (topic: string, payload: string, retain: boolean) => void;
 
 type Pending =
   | { kind: 'data'; event: ShadowEvents['dataChange'] }
@@ -52,25 +40,24 @@ export function statePayload(dev: DeviceRecord): StatePayload {
 }
 
 export class MqttExporter {
-  private readonly discoveryTopics = new Map<string, string[]>();
   private pendingSets = 0;
   /** Devices whose state changed in the current task, and the events of that task, in order. */
   private readonly dirty = new Set<string>();
   private queue: Pending[] = [];
   private scheduled = false;
   private stopped = false;
-  /** The discovery run in slices (republishDiscovery), or null. */
-  private discoveryRun: { ids: string[]; at: number } | null = null;
   private readonly counters = { states: 0, events: 0, sets: 0, setsFailed: 0, setsRefused: 0 };
+  /** Home Assistant discovery, on the embedded broker and upstream. */
+  readonly ha: HaPublisher;
 
   constructor(
     private readonly ctx: ExportContext,
     private readonly topics: Topics,
     private readonly publish: Publish,
-  ) {}
-
-  private get ha(): { prefix: string } | null {
-    return this.ctx.mqtt.homeassistant.enable ? { prefix: this.ctx.mqtt.homeassistant.prefix } : null;
+    discovery: DiscoverySides = { local: (topic, payload) => publish(topic, payload, false) },
+    deviceInfo?: (id: string, modelName: string) => DiscoveryDevice,
+  ) {
+    this.ha = new HaPublisher(ctx, topics, discovery, deviceInfo);
   }
 
   /**
@@ -149,12 +136,13 @@ export class MqttExporter {
 
   stop(): void {
     this.stopped = true;
+    this.ha.stop();
     this.ctx.bus.off(this);
     this.flush();
   }
 
   stats(): Record<string, unknown> {
-    return { ...this.counters, pendingSets: this.pendingSets };
+    return { ...this.counters, pendingSets: this.pendingSets, homeassistant: { ...this.ha.seen } };
   }
 
   private publishState(id: string, dev = this.ctx.shadow.GetDeviceRecord(id)): void {
@@ -168,74 +156,29 @@ export class MqttExporter {
     if (!dev || !topicSafeDeviceId(id)) return;
     this.publishState(id, dev);
     this.publish(this.topics.availability(id), dev.online ? 'online' : 'offline', true);
-    if (discovery) this.publishDiscovery(dev);
+    if (discovery) this.ha.publish(dev);
   }
 
-  publishDiscovery(dev: { id: string; modelName: string }): void {
-    const ha = this.ha;
-    if (!ha || !topicSafeDeviceId(dev.id)) return;
-    const msgs = discoveryMessages({
-      prefix: ha.prefix,
-      gatewayId: this.ctx.gatewayId,
-      deviceId: dev.id,
-      modelName: dev.modelName,
-      points: this.ctx.devicePoints(dev.id) as HaPointInfo[],
-      topics: this.topics,
-    });
-    const old = this.discoveryTopics.get(dev.id) ?? [];
-    const now = new Set(msgs.map((m) => m.topic));
-    for (const t of old) if (!now.has(t)) this.publish(t, '', DISCOVERY_LOCAL_RETAIN, true);
-    for (const m of msgs) this.publish(m.topic, JSON.stringify(m.payload), DISCOVERY_LOCAL_RETAIN, true);
-    this.discoveryTopics.set(dev.id, [...now]);
-  }
-
-  /** Home Assistant announces itself on `<prefix>/status`: send the configs again, as zigbee2mqtt does. */
+  /** Every device's discovery configs, everywhere (at start, once the gateway serves). */
   republishDiscovery(): void {
-    if (!this.ha) return;
-    const running = this.discoveryRun !== null;
-    // A second birth while a run is under way starts it over rather than running two at once.
-    this.discoveryRun = { ids: this.ctx.shadow.GetDeviceIds(), at: 0 };
-    if (running) return;
-    // In slices, one per turn of the event loop: 100 points × 1,000 devices at once were 100,000 messages
-    // queued in the broker together (a ~200 MB heap spike, and a stall for every poll and request).
-    const step = (): void => {
-      const run = this.discoveryRun;
-      if (!run || this.stopped) {
-        this.discoveryRun = null;
-        return;
-      }
-      const end = Math.min(run.at + DISCOVERY_SLICE, run.ids.length);
-      for (; run.at < end; run.at++) {
-        const dev = this.ctx.shadow.GetDeviceRecord(run.ids[run.at]!);
-        if (dev) this.publishDiscovery(dev);
-      }
-      if (run.at < run.ids.length) setImmediate(step);
-      else this.discoveryRun = null;
-    };
-    setImmediate(step);
+    this.ha.republish();
   }
 
   private clearDevice(id: string): void {
     if (!topicSafeDeviceId(id)) return;
     this.publish(this.topics.state(id), '', true);
     this.publish(this.topics.availability(id), '', true);
-    for (const t of this.discoveryTopics.get(id) ?? []) this.publish(t, '', DISCOVERY_LOCAL_RETAIN, true);
-    this.discoveryTopics.delete(id);
+    this.ha.remove(id);
   }
 
   /** Retained topics left from devices deleted while the gateway was down. */
   private clearStale(retainedTopics: readonly string[]): void {
-    const ha = this.ha;
-    const nodePrefix = `${haId(this.ctx.gatewayId)}_`;
-    // Configs go out in slices after this: a device's node tells whether its topics are still wanted.
-    const liveNodes = new Set(this.ctx.shadow.GetDeviceIds().map((id) => discoveryNode(this.ctx.gatewayId, id)));
     for (const topic of retainedTopics) {
       const parsed = this.topics.parse(topic);
       if ((parsed?.kind === 'state' || parsed?.kind === 'availability') && !this.ctx.shadow.HasDevice(parsed.device)) {
         this.publish(topic, '', true);
-      } else if (ha && topic.startsWith(`${ha.prefix}/`) && topic.endsWith('/config')) {
-        const node = topic.split('/')[2] ?? '';
-        if (node.startsWith(nodePrefix) && !liveNodes.has(node)) this.publish(topic, '', DISCOVERY_LOCAL_RETAIN, true);
+      } else {
+        this.ha.removeStale(topic);
       }
     }
   }
@@ -248,8 +191,8 @@ export class MqttExporter {
       this.handleSet(parsed.device, payload, principal).catch((err: unknown) => this.ctx.log.error({ err, device: parsed.device }, 'mqtt set failed'));
       return;
     }
-    const ha = this.ha;
-    if (ha && topic === `${ha.prefix}/status` && payload.toString() === 'online') this.republishDiscovery();
+    const prefix = this.ha.prefix;
+    if (prefix && topic === haStatusTopic(prefix) && payload.toString() === 'online') this.ha.birth('local');
   }
 
   /** `<base>/<device>/set` → the batch write path → `<base>/<device>/set/result`. Never throws. */

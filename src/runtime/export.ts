@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { Part } from '../core/lifecycle.js';
-import { UserDirectory } from '../export/auth.js';
+import { haStatusTopic, UserDirectory } from '../export/auth.js';
 import type { Bridge } from '../export/bridge.js';
 import type { Broker } from '../export/broker.js';
 import type { ExportContext } from '../export/context.js';
@@ -70,16 +70,29 @@ export function createExportPart(ctx: ExportContext): ExportPart {
         log: log.child({ part: 'bridge' }),
         publishLocal: (topic, payload) => settle(b.publish(topic, payload, { retain: true }), log, 'local publish'),
         onSet: (device, payload) => void exporter?.handleSet(device, payload, { kind: 'bridge' }),
+        // An HA on the upstream broker announces itself there: its configs are retained there, but a broker
+        // restarted without persistence has lost them.
+        ...(ha.enable ? { haStatus: { topic: haStatusTopic(ha.prefix), onBirth: () => exporter?.ha.birth('upstream') } } : {}),
       });
     } else {
       settle(b.publish(topics.bridgeState, '', { retain: true }), log, 'bridge state publish');
     }
     const br = bridge;
-    const publish: Publish = (topic, payload, retain, upstreamRetain = retain) => {
+    const publish: Publish = (topic, payload, retain) => {
       b.send(topic, payload, retain);
-      br?.forward(topic, payload, upstreamRetain);
+      br?.forward(topic, payload, retain);
     };
-    const ex = new MqttExporter(ctx, topics, publish);
+    const ex = new MqttExporter(ctx, topics, publish, {
+      local: (topic, payload) => b.send(topic, payload, false),
+      // Upstream configs name the upstream topics (`<topic_prefix>/<base>/…`), where the bridge forwards them.
+      ...(br ? {
+        upstream: {
+          topics: new Topics(br.upstreamTopic(topics.base)),
+          linkTopic: br.upstreamTopic(topics.bridgeState),
+          send: (topic: string, payload: string) => br.forwardDiscovery(topic, payload),
+        },
+      } : {}),
+    }, (id, modelName) => ctx.deviceInfo?.(id, modelName) ?? { model: modelName });
     exporter = ex;
     b.onClientPublish((topic, payload, principal) => ex.onClientPublish(topic, payload, principal));
     ex.start(retained.topics());

@@ -39,12 +39,19 @@ test('publish ACL: set needs can_write, gateway topics never, discovery of this 
   assert.is(checkPublish(w, 'sg/dev1/set', t, d), null);
   assert.is(checkPublish({ kind: 'bridge' }, 'sg/dev1/set', t, d), null);
   assert.match(checkPublish(r, 'sg/dev1/set', t, d)!, /may not write/);
-  assert.match(checkPublish({ kind: 'anonymous' }, 'sg/dev1/set', t, d)!, /read only/);
-  assert.match(checkPublish({ kind: 'anonymous' }, 'other/x', t, d)!, /read only/);
+  // Anonymous: only Home Assistant's birth/will topic, and only with discovery on.
+  assert.match(checkPublish({ kind: 'anonymous' }, 'sg/dev1/set', t, d)!, /only homeassistant\/status/);
+  assert.match(checkPublish({ kind: 'anonymous' }, 'other/x', t, d)!, /only homeassistant\/status/);
+  assert.is(checkPublish({ kind: 'anonymous' }, 'homeassistant/status', t, d), null);
+  assert.ok(checkPublish({ kind: 'anonymous' }, 'homeassistant/status/x', t, d));
+  assert.ok(checkPublish({ kind: 'anonymous' }, 'homeassistant/switch/other_dev/x/config', t, d));
+  assert.match(checkPublish({ kind: 'anonymous' }, 'homeassistant/status', t)!, /read only/);
   for (const topic of ['sg/dev1', 'sg/dev1/availability', 'sg/event/data', 'sg/event/offline', 'sg/bridge/state', 'sg/shadow', 'sg/dev1/set/result', 'sg/dev1/other', 'sg']) {
     assert.ok(checkPublish(w, topic, t, d), topic);
   }
   assert.ok(checkPublish(w, 'homeassistant/switch/gw1_dev1/relay1/config', t, d));
+  assert.ok(checkPublish(w, 'homeassistant/binary_sensor/gw1/upstream_link/config', t, d), 'the gateway\'s own HA device');
+  assert.is(checkPublish(w, 'homeassistant/binary_sensor/gw10/x/config', t, d), null);
   assert.is(checkPublish(r, 'homeassistant/status', t, d), null);
   assert.is(checkPublish(r, 'homeassistant/switch/other_dev/x/config', t, d), null);
 });

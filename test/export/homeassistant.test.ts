@@ -16,11 +16,32 @@ test('component per point: sensor, binary_sensor, switch, number, text', () => {
   const comps = Object.fromEntries(MODEL_POINTS.map((p) => [p.name, componentFor(p)]));
   assert.equal(comps, { temp: 'sensor', energy: 'sensor', relay1: 'switch', door: 'binary_sensor', setpoint: 'number', label: 'text' });
   assert.is(componentFor({ name: 'x', type: 'int', access: 'RW', binary: true } as never), 'switch');
-  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', binary: false } as never), 'number');
+  // The name rule runs when the model does not say the point is a line (an int register named relay).
+  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', binary: false } as never), 'switch');
+  assert.is(componentFor({ name: 'relay1', type: 'int', access: 'RW', unit: 'V' } as never), 'number');
+});
+
+test('a value map of 0 and 1 is on/off: switch sends the meanings, binary sensor is on for the meaning of 1', () => {
+  const values = { 0: 'open', 1: 'closed' };
+  const msgs = discoveryMessages({
+    prefix: 'homeassistant', gatewayId: 'gw', deviceId: 'd', device: { model: 'm' }, topics: new Topics('sg'),
+    points: [{ name: 'valve', type: 'int', access: 'RW', values }, { name: 'flap', type: 'int', access: 'R', values }],
+  });
+  const sw = msgs.find((m) => m.topic === 'homeassistant/switch/gw_d/valve/config')!.payload;
+  assert.equal([sw.payload_on, sw.payload_off, sw.state_on, sw.state_off], ['{"valve":"closed"}', '{"valve":"open"}', 'closed', 'open']);
+  const bs = msgs.find((m) => m.topic === 'homeassistant/binary_sensor/gw_d/flap/config')!.payload;
+  assert.match(bs.value_template as string, /== "closed"/);
+  // A value map with more codes is a select (RW) or an enum sensor (R) of the meanings.
+  const sel = discoveryMessages({
+    prefix: 'homeassistant', gatewayId: 'gw', deviceId: 'd', device: { model: 'm' }, topics: new Topics('sg'),
+    points: [{ name: 'mode', type: 'int', access: 'RW', values: { 0: 'auto', 1: 'heat', 2: 'cool' } }],
+  })[0]!;
+  assert.is(sel.topic, 'homeassistant/select/gw_d/mode/config');
+  assert.equal([sel.payload.options, sel.payload.command_topic], [['auto', 'heat', 'cool'], 'sg/d/set']);
 });
 
 test('discovery payloads carry HA fields, a device block and command paths', () => {
-  const msgs = discoveryMessages({ prefix: 'homeassistant', gatewayId: 'gw-1', deviceId: 'dev1', modelName: 'm', points: MODEL_POINTS, topics: new Topics('sg') });
+  const msgs = discoveryMessages({ prefix: 'homeassistant', gatewayId: 'gw-1', deviceId: 'dev1', device: { model: 'm' }, points: MODEL_POINTS, topics: new Topics('sg') });
   const by = Object.fromEntries(msgs.map((m) => [m.topic, m.payload]));
   const sw = by['homeassistant/switch/gw-1_dev1/relay1/config']!;
   assert.ok(sw, Object.keys(by).join(','));
