@@ -39,7 +39,7 @@ const withBuild = built ? test : test.skip;
 
 withBuild('dist.sh bundles into one file, keeps only the natives, and has arm64 binaries for every one', async () => {
   // A fresh clone builds epoll six times (3 Node ABIs × 2 arches, ~10 s each on 2 cores); later runs use the cache.
-  const r = await run('sh', ['scripts/dist.sh'], { DIST_OUT: path.join(buildDir, 'shadowgate') }, 240_000);
+  const r = await run('sh', ['scripts/dist.sh'], { DIST_OUT: path.join(buildDir, 'shadowgate') }, 400_000);
   assert.is(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /arm64: @serialport\/bindings-cpp prebuild present/);
   assert.match(r.stdout, /arm64: epoll present for 3 Node ABIs/);
