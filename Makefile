@@ -29,7 +29,7 @@ test: system-deps build node-versions
 	node scripts/test.mjs
 
 # The release tree for a Pi: one esbuild bundle plus only the native modules (build/shadowgate/),
-# epoll cross-compiled for arm64.
+# epoll built for Node 20, 22 and 24, cross-compiled for arm64 and for this machine.
 dist: system-deps build node-versions
 	sh scripts/dist.sh
 
