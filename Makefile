@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus
 
-.PHONY: run build test lint bench install deps system-deps clean dist image image-test reliability
+.PHONY: run build test lint bench install deps system-deps node-versions clean dist image image-test reliability
 
 run: build
 	./dist/main.js run --config board/demo.json
@@ -21,19 +21,20 @@ dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package
 	chmod +x dist/main.js
 	touch $@
 
-# Every test, the SD image build and boot test included (scripts/image-test.sh; skipped with the
-# reason printed where it cannot run, or with SHADOWGATE_IMAGE_TEST=0).
-test: system-deps build
+# Every test, the unit tests again on the other supported Node.js releases (scripts/test.mjs), the SD image
+# build and boot test included (scripts/image-test.sh; skipped with the reason printed where it cannot run,
+# or with SHADOWGATE_IMAGE_TEST=0).
+test: system-deps build node-versions
 	npx tsc -p tsconfig.json --noEmit
 	node scripts/test.mjs
 
 # The release tree for a Pi: one esbuild bundle plus only the native modules (build/shadowgate/),
-# epoll cross-compiled for arm64.
-dist: system-deps build
+# epoll built for Node 20, 22 and 24, cross-compiled for arm64 and for this machine.
+dist: system-deps build node-versions
 	sh scripts/dist.sh
 
 # The flashable SD image build/shadowgate-<version>-arm64.img.zst (root; Debian packages only).
-image: build
+image: build node-versions
 	sh scripts/image/host-deps.sh
 	sh scripts/dist.sh
 	bash scripts/build-image.sh
@@ -42,7 +43,7 @@ image: build
 image-test: build
 	bash scripts/image-test.sh
 
-# The field campaign (issue 15): kills, disk full, bus faults, bad input, auth and a 10-minute soak
+# The field campaign: kills, disk full, bus faults, bad input, auth and a 10-minute soak
 # (SOAK=1h for an hour) against the real gateway process, one table in build/reliability.md, exit 1 on any
 # miss; then the SD image with 10 real power cuts at random moments inside the VM. `make test` runs the
 # reduced set (test/reliability/) and one power cut.
@@ -63,6 +64,11 @@ deps: $(NODE_MODULES_STAMP)
 $(NODE_MODULES_STAMP): package.json package-lock.json
 	npm ci --no-fund --no-audit
 	touch $@
+
+# Node.js 20, 22 and 24 as exact official binaries from the npm registry (pinned in scripts/node-versions.mjs),
+# unpacked into build/node/ once: the unit tests run on each, and dist.sh builds onoff's epoll against each.
+node-versions:
+	@node scripts/node-versions.mjs >/dev/null
 
 # Test peers (socat pty pairs, an independent pymodbus slave, mosquitto clients) come from Debian.
 # Installed only when missing, and only where we can (root with apt-get); tests that need them

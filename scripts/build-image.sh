@@ -169,8 +169,12 @@ base_rootfs() {
 # ---------------------------------------------------------------- 2. the gateway
 install_app() {
   [ -f "$DIST/shadowgate.mjs" ] || die "$DIST missing: run 'make dist' first"
-  [ "$(od -An -tu2 -j18 -N2 "$DIST/node_modules/epoll/build/Release/epoll.node" | tr -d ' ')" = 183 ] \
-    || die "$DIST has no arm64 epoll (make dist cross-compiles it)"
+  # One epoll build per supported Node ABI; node-gyp-build loads the image node's (checked under qemu below).
+  local addon n=0
+  for addon in "$DIST"/node_modules/epoll/prebuilds/linux-arm64/node.abi*.node; do
+    [ -f "$addon" ] && [ "$(od -An -tu2 -j18 -N2 "$addon" | tr -d ' ')" = 183 ] && n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || die "$DIST has no arm64 epoll (make dist cross-compiles it)"
   log "installing the gateway"
   NODE=/usr/bin/node sh "$DIST/scripts/install.sh" --root "$R" --no-node-check >"$WORK/install.log" 2>&1 \
     || { cat "$WORK/install.log" >&2; die "install.sh failed"; }
@@ -206,8 +210,9 @@ install_app() {
   # The arm64 natives and the bundle, run under qemu-user with the image's own node.
   in_root node -e "require('/opt/shadowgate/node_modules/epoll'); require('/opt/shadowgate/node_modules/@serialport/bindings-cpp')" \
     || die "arm64 native addons do not load with the image's node"
-  in_root node /opt/shadowgate/shadowgate.mjs check-config /usr/share/shadowgate/shadowgate.json >/dev/null \
-    || die "the default boot config does not validate"
+  # Through `shadowgate` on the PATH (install.sh's wrapper in /usr/local/bin), as a user on the image runs it.
+  in_root /usr/local/bin/shadowgate check-config /usr/share/shadowgate/shadowgate.json >/dev/null \
+    || die "the default boot config does not validate (or /usr/local/bin/shadowgate does not run)"
   # `systemd-analyze verify` inside the chroot (the target's systemd); any output is a failure.
   local out
   out=$(in_root systemd-analyze verify shadowgate.service shadowgate-boot-config.service \

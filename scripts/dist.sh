@@ -3,14 +3,15 @@
 # beside it (build/shadowgate-<version>.tar.gz):
 #   shadowgate.mjs        dist/ as one esbuild bundle (ESM; every pure-JS dependency inside)
 #   node_modules/         only the native parts, kept external: @serialport/bindings-cpp (N-API
-#                         prebuilds for linux-x64/arm64/arm, glibc) and onoff → epoll, with their
-#                         runtime dependencies; no sources, headers or build files
+#                         prebuilds for linux-x64/arm64/arm, glibc) and onoff → epoll (built here for
+#                         Node 20, 22 and 24, arm64 and this machine's arch), with their runtime
+#                         dependencies; no sources, headers or build files
 #   dist/config/schema.json, dist/console/, board/{models,boards,examples}   files the code reads at run time
 #   systemd/, scripts/install.sh, docs/, package.json        what install.sh and users need
-# Needs `make build` first (it bundles dist/, the tsc output). The tree is for a Pi: onoff's epoll,
-# which has no prebuilds, is cross-compiled for arm64 (g++-aarch64-linux-gnu, Node 20's headers), and
-# the build fails unless every native addon has a linux-arm64 binary. DIST_ARCH=host keeps this
-# machine's own epoll build instead (a tree for the build machine itself).
+# Needs `make build` first (it bundles dist/, the tsc output). The tree is for a Pi and loads on this
+# machine too: onoff's epoll, which has no prebuilds, is cross-compiled for arm64 (g++-aarch64-linux-gnu)
+# and built for this machine, each against Node 20's, 22's and 24's headers, and the build fails unless
+# every native addon has linux-arm64 binaries. DIST_ARCH=host builds only this machine's arch.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -81,7 +82,7 @@ function visit(name, fromDir) {
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
   for (const dep of Object.keys(pkg.dependencies ?? {})) visit(dep, dir);
 }
-for (const name of ['@serialport/bindings-cpp', 'onoff']) visit(name, root);
+for (const name of ['@serialport/bindings-cpp', 'onoff', 'node-gyp-build']) visit(name, root);
 const SKIP = new Set(['node_modules', 'test', 'tests', 'binding.gyp', 'obj.target', 'deps', '.github', 'docs', 'example', 'examples', 'integration-test']);
 function copy(from, to) {
   fs.mkdirSync(to, { recursive: true });
@@ -102,27 +103,55 @@ for (const rel of [...seen.keys()].sort()) copy(path.join(root, rel), path.join(
 console.log(`natives: ${[...seen.keys()].map((r) => r.replace(/^node_modules\//, '')).join(', ')}`);
 EOF
 
-# onoff's epoll ships no prebuilds. For a Pi it is cross-compiled against Node's headers for the
-# image's Node major: the addon uses nan (V8's C++ API), so it binds to one NODE_MODULE_VERSION, and
-# the build machine's headers serve only when its Node has the same one (Debian trixie: Node 20, 115).
-TARGET_ABI=${TARGET_NODE_ABI:-115}
-if [ "${DIST_ARCH:-arm64}" = arm64 ]; then
-  host_abi=$(node -p process.versions.modules)
-  [ "$host_abi" = "$TARGET_ABI" ] || { echo "dist.sh: epoll for arm64 needs Node headers with ABI $TARGET_ABI (Node 20); this node has $host_abi" >&2; exit 1; }
-  command -v aarch64-linux-gnu-g++ >/dev/null || { echo "dist.sh: aarch64-linux-gnu-g++ missing (apt-get install g++-aarch64-linux-gnu)" >&2; exit 1; }
-  GYP=$(npm root -g 2>/dev/null)/npm/node_modules/node-gyp/bin/node-gyp.js
-  [ -f "$GYP" ] || { echo "dist.sh: node-gyp not found at $GYP" >&2; exit 1; }
-  # Built inside the checkout so binding.gyp's require('nan') resolves from node_modules/.
-  cp -r node_modules/epoll "$STAGE/epoll" && rm -rf "$STAGE/epoll/build"
-  NODEDIR=$(dirname "$(dirname "$(command -v node)")")
-  [ -f "$NODEDIR/include/node/node.h" ] || NODEDIR=/usr
-  (cd "$STAGE/epoll" && CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar \
-    node "$GYP" rebuild --arch=arm64 --nodedir="$NODEDIR" >"../epoll-build.log" 2>&1) \
-    || { cat "$STAGE/epoll-build.log" >&2; echo "dist.sh: epoll cross-build failed" >&2; exit 1; }
-  rm -rf "$OUT/node_modules/epoll/build"
-  mkdir -p "$OUT/node_modules/epoll/build/Release"
-  cp "$STAGE/epoll/build/Release/epoll.node" "$OUT/node_modules/epoll/build/Release/epoll.node"
-fi
+# onoff's epoll ships no prebuilds, and it uses nan (V8's C++ API): each binary binds to one
+# NODE_MODULE_VERSION. So it is built for every supported Node major (20, 22, 24; the official
+# binaries' headers from the npm registry, scripts/node-versions.mjs) and for arm64 (a Pi,
+# cross-compiled) plus this machine's own arch, as prebuilds/linux-<arch>/node.abi<N>.node, and the
+# tree's epoll.js loads it through node-gyp-build (in the tree for serialport already), which picks
+# the running Node's ABI. DIST_ARCH=host builds only this machine's arch. Builds are cached per epoll
+# version, Node version and arch under build/node/ (scripts/node-versions.mjs's cache).
+host_arch=$(node -p process.arch)
+case "${DIST_ARCH:-arm64}" in
+  arm64) ARCHES=arm64; [ "$host_arch" = arm64 ] || ARCHES="arm64 $host_arch" ;;
+  host) ARCHES=$host_arch ;;
+  *) echo "dist.sh: DIST_ARCH must be arm64 or host, not $DIST_ARCH" >&2; exit 1 ;;
+esac
+NODE_DIRS=$(node scripts/node-versions.mjs) || { echo "dist.sh: cannot get the Node.js headers (scripts/node-versions.mjs)" >&2; exit 1; }
+GYP=$(npm root -g 2>/dev/null)/npm/node_modules/node-gyp/bin/node-gyp.js
+[ -f "$GYP" ] || { echo "dist.sh: node-gyp not found at $GYP" >&2; exit 1; }
+EPOLL_VERSION=$(node -p 'require("./node_modules/epoll/package.json").version')
+EPOLL_OUT="$OUT/node_modules/epoll"
+rm -rf "$EPOLL_OUT/build"
+for arch in $ARCHES; do
+  mkdir -p "$EPOLL_OUT/prebuilds/linux-$arch"
+  echo "$NODE_DIRS" | while read -r major nodedir; do
+    abi=$(sed -n 's/^#define NODE_MODULE_VERSION \([0-9][0-9]*\).*/\1/p' "$nodedir/include/node/node_version.h")
+    [ -n "$abi" ] || { echo "dist.sh: no NODE_MODULE_VERSION in $nodedir" >&2; exit 1; }
+    cached="build/node/epoll-$EPOLL_VERSION/$(basename "$nodedir")/linux-$arch/node.abi$abi.node"
+    if [ ! -f "$cached" ]; then
+      # Built inside the checkout so binding.gyp's require('nan') resolves from node_modules/.
+      rm -rf "$STAGE/epoll" && cp -r node_modules/epoll "$STAGE/epoll" && rm -rf "$STAGE/epoll/build"
+      if [ "$arch" = "$host_arch" ]; then
+        (cd "$STAGE/epoll" && node "$GYP" rebuild --nodedir="$nodedir" >"../epoll-build.log" 2>&1)
+      elif [ "$arch" = arm64 ]; then
+        command -v aarch64-linux-gnu-g++ >/dev/null || { echo "dist.sh: aarch64-linux-gnu-g++ missing (apt-get install g++-aarch64-linux-gnu)" >&2; exit 1; }
+        (cd "$STAGE/epoll" && CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ LINK=aarch64-linux-gnu-g++ AR=aarch64-linux-gnu-ar \
+          node "$GYP" rebuild --arch=arm64 --nodedir="$nodedir" >"../epoll-build.log" 2>&1)
+      else
+        echo "dist.sh: cannot cross-build epoll for $arch" >&2; exit 1
+      fi || { cat "$STAGE/epoll-build.log" >&2; echo "dist.sh: epoll build for Node $major ($arch) failed" >&2; exit 1; }
+      mkdir -p "$(dirname "$cached")"
+      cp "$STAGE/epoll/build/Release/epoll.node" "$cached.tmp" && mv "$cached.tmp" "$cached"
+    fi
+    cp "$cached" "$EPOLL_OUT/prebuilds/linux-$arch/node.abi$abi.node"
+  done
+done
+cat > "$EPOLL_OUT/epoll.js" <<'EOF'
+'use strict';
+// Release tree (scripts/dist.sh): the addon is prebuilds/linux-<arch>/node.abi<N>.node, one per
+// supported Node ABI; node-gyp-build loads the running Node's. Elsewhere than Linux, epoll's own stub.
+module.exports = require('os').type() === 'Linux' ? require('node-gyp-build')(__dirname) : { Epoll: {} };
+EOF
 
 # Which native binaries the tree holds; a Pi needs the arm64 ones (ELF e_machine 183 = AArch64).
 elf_machine() { node -e 'const b=require("fs").readFileSync(process.argv[1]); console.log(b.readUInt16LE(18))' "$1" 2>/dev/null; }
@@ -132,10 +161,16 @@ if ls "$OUT"/node_modules/@serialport/bindings-cpp/prebuilds/linux-arm64/*glibc.
 else
   echo "arm64: @serialport/bindings-cpp prebuild MISSING"; arm64=no
 fi
-if [ "$(elf_machine "$OUT/node_modules/epoll/build/Release/epoll.node")" = 183 ]; then
-  echo "arm64: epoll present (cross-compiled, NODE_MODULE_VERSION $TARGET_ABI)"
+n=0
+for f in "$EPOLL_OUT"/prebuilds/linux-*/node.abi*.node; do
+  m=$(elf_machine "$f")
+  echo "epoll: ${f#"$EPOLL_OUT/"} (ELF machine $m)"
+  case $f in */linux-arm64/*) [ "$m" != 183 ] || n=$((n + 1)) ;; esac
+done
+if [ "$n" = "$(echo "$NODE_DIRS" | wc -l)" ]; then
+  echo "arm64: epoll present for $n Node ABIs (cross-compiled)"
 else
-  echo "arm64: epoll MISSING (DIST_ARCH=host: this machine's $(uname -m) build)"; arm64=no
+  echo "arm64: epoll MISSING ($n arm64 builds; DIST_ARCH=host builds only this machine's $(uname -m))"; arm64=no
 fi
 if [ "$arm64" = no ] && [ "${DIST_ARCH:-arm64}" = arm64 ]; then
   echo "dist.sh: arm64 natives missing" >&2; exit 1

@@ -61,6 +61,8 @@ APP=$ROOT$PREFIX
 UNIT=$ROOT/etc/systemd/system/shadowgate.service
 WANTS=$ROOT/etc/systemd/system/multi-user.target.wants/shadowgate.service
 SYSUSERS=$ROOT/usr/lib/sysusers.d/shadowgate.conf
+# The command line on the PATH (/usr/local/bin is on every Debian PATH, root's and users').
+BIN=$ROOT/usr/local/bin/shadowgate
 UDEV=$ROOT/etc/udev/rules.d/70-shadowgate-gpio.rules
 CONF_DIR=$ROOT/etc/shadowgate
 STATE_DIR=$ROOT/var/lib/shadowgate
@@ -71,7 +73,7 @@ uninstall() {
   if [ "$LIVE" = yes ] && has systemctl; then
     systemctl disable --now shadowgate.service 2>/dev/null || true
   fi
-  rm -f "$WANTS" "$UNIT" "$UDEV" "$SYSUSERS"
+  rm -f "$WANTS" "$UNIT" "$UDEV" "$SYSUSERS" "$BIN"
   rm -rf "$APP" "$APP.new" "$APP.old"
   if [ "$LIVE" = yes ] && has systemctl; then systemctl daemon-reload || true; fi
   if [ "$PURGE" = yes ]; then
@@ -107,6 +109,11 @@ else
   if ! printf '%s\n%s\n' "$NODE_MIN" "$version" | sort -V -C; then
     die "Node.js $version at $NODE is too old: shadowgate needs >= $NODE_MIN"
   fi
+  # The release tree carries onoff's epoll addon built for these majors' ABIs only (scripts/dist.sh).
+  case ${version%%.*} in
+    20|22|24) ;;
+    *) say "warning: Node.js $version is not a release shadowgate is built and tested for (20, 22, 24): GPIO (onoff's epoll addon) will not load" ;;
+  esac
 fi
 
 # --- the app: staged next to the old one, then swapped in
@@ -136,6 +143,17 @@ mv "$UNIT.tmp" "$UNIT"
 # What `systemctl enable` does, done by hand so a --root install needs no systemctl.
 mkdir -p "$(dirname "$WANTS")"
 ln -sfn /etc/systemd/system/shadowgate.service "$WANTS"
+
+# --- `shadowgate` on the PATH: a wrapper that runs the app with the service's own Node.js (the PATH may
+# hold another one, or none), so `shadowgate scan`, `probe`, `check-config` work as the docs show them.
+mkdir -p "$(dirname "$BIN")"
+cat > "$BIN.tmp" <<EOF
+#!/bin/sh
+# Installed by shadowgate's scripts/install.sh: the gateway's command line with the service's Node.js.
+exec '$NODE' '$PREFIX/shadowgate.mjs' "\$@"
+EOF
+chmod 0755 "$BIN.tmp"
+mv "$BIN.tmp" "$BIN"
 
 # --- config skeleton, never overwritten
 gid=$(awk -F: '$1 == "shadowgate" { print $3 }' "$ROOT/etc/group" 2>/dev/null || true)

@@ -1,20 +1,37 @@
 // Runs uvu over test/ through tsx, streaming its output, and prints the closing line CI reads
 // ("N passed, N failed, N skipped"); uvu's own summary is not one of those.
 // A run that executes zero tests fails: a green "no tests" run hides breakage.
-// Then the SD image test (scripts/image-test.sh: build + qemu boot) runs, unless TEST_PATTERN or
-// TEST_DIR narrows the run; its "image: N passed, N failed, N skipped" joins the total.
+// Then the unit tests (UNIT_SET: pure logic, config, the REST API over real HTTP; about a minute) run
+// again on each other supported Node.js release (scripts/node-versions.mjs: 20, 22 and 24, official
+// binaries from npm), and the SD image test (scripts/image-test.sh: build + qemu boot) runs; both unless
+// TEST_PATTERN or TEST_DIR narrows the run. TEST_NODES=22,24 runs the (narrowed) selection on those
+// releases too, TEST_NODES=none on none. Their counts and the image's "image: N passed, N failed,
+// N skipped" join the total.
 import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { NODE_VERSIONS, nodeDir } from './node-versions.mjs';
 
+const narrowed = Boolean(process.env.TEST_PATTERN || process.env.TEST_DIR);
 const pattern = process.env.TEST_PATTERN ?? '.*\\.test\\.ts$';
 const dir = process.env.TEST_DIR ?? 'test';
-const child = spawn(process.execPath,
-  ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, pattern, '--no-color', ...process.argv.slice(2)],
-  { stdio: ['ignore', 'pipe', 'inherit'] });
-let out = '';
-child.stdout.on('data', (chunk) => {
-  out += chunk;
-  process.stdout.write(chunk);
-});
+const UNIT_SET = ['core', 'protocol', 'config', 'util', 'api'];
+const UNIT_PATTERN = `^(${UNIT_SET.join('|')})/.*\\.test\\.ts$`;
+
+/** uvu over `testDir` with `node`, its output streamed; resolves with the output and the exit status. */
+function uvu(node, testDir, testPattern) {
+  return new Promise((resolve) => {
+    const child = spawn(node, ['--import', 'tsx', 'node_modules/uvu/bin.js', testDir, testPattern, '--no-color', ...process.argv.slice(2)],
+      { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      process.stdout.write(chunk);
+    });
+    child.on('error', (err) => resolve({ out: `${out}\n${err.message}`, status: 1 }));
+    child.on('close', (status) => resolve({ out, status }));
+  });
+}
+
 const counts = (text) => {
   const num = (k) => Number((text.match(new RegExp(`^\\s*${k}:\\s+(\\d+)`, 'm')) ?? [])[1] ?? NaN);
   const total = num('Total');
@@ -24,6 +41,40 @@ const counts = (text) => {
   const failed = Number.isNaN(total) ? Math.max(1, (text.match(/✘/g) ?? []).length) : total - passed;
   return { total, passed, failed, skipped };
 };
+
+/** The majors to run again on: TEST_NODES, else every other supported one on a full run. */
+function otherMajors() {
+  const own = process.versions.node.split('.')[0];
+  const asked = process.env.TEST_NODES?.trim();
+  if (asked === 'none' || (!asked && narrowed)) return [];
+  return asked ? asked.split(',').map((m) => m.trim()).filter(Boolean) : Object.keys(NODE_VERSIONS).filter((m) => m !== own);
+}
+
+async function otherNodes() {
+  const total = { passed: 0, failed: 0, skipped: 0, ok: true };
+  for (const major of otherMajors()) {
+    const t0 = performance.now();
+    let node;
+    try {
+      node = path.join(nodeDir(major), 'bin', 'node');
+    } catch (err) {
+      console.log(`node ${major}: cannot install it: ${err.message}`);
+      total.failed++;
+      total.ok = false;
+      continue;
+    }
+    const [testDir, testPattern] = narrowed ? [dir, pattern] : ['test', UNIT_PATTERN];
+    console.log(`\nnode ${NODE_VERSIONS[major] ?? major}: ${narrowed ? `${testDir} ${testPattern}` : `unit tests (test/{${UNIT_SET.join(',')}})`}`);
+    const run = await uvu(node, testDir, testPattern);
+    const c = counts(run.out);
+    total.passed += c.passed;
+    total.failed += c.failed;
+    total.skipped += c.skipped;
+    total.ok &&= run.status === 0 && c.failed === 0 && c.total > 0;
+    console.log(`node ${NODE_VERSIONS[major] ?? major}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  return total;
+}
 
 function imageTest() {
   return new Promise((resolve) => {
@@ -41,17 +92,20 @@ function imageTest() {
   });
 }
 
-child.on('close', async (status) => {
-  const unit = counts(out);
-  let { passed, failed, skipped } = unit;
-  let imageStatus = 0;
-  if (!process.env.TEST_PATTERN && !process.env.TEST_DIR) {
-    const img = await imageTest();
-    passed += img.passed;
-    failed += img.failed;
-    skipped += img.skipped;
-    imageStatus = img.status ?? 1;
-  }
-  console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-  process.exit(status !== 0 || imageStatus !== 0 || failed > 0 || !(unit.total > 0) ? 1 : 0);
-});
+const main = await uvu(process.execPath, dir, pattern);
+const unit = counts(main.out);
+let { passed, failed, skipped } = unit;
+const others = await otherNodes();
+passed += others.passed;
+failed += others.failed;
+skipped += others.skipped;
+let imageStatus = 0;
+if (!narrowed) {
+  const img = await imageTest();
+  passed += img.passed;
+  failed += img.failed;
+  skipped += img.skipped;
+  imageStatus = img.status ?? 1;
+}
+console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(main.status !== 0 || imageStatus !== 0 || !others.ok || failed > 0 || !(unit.total > 0) ? 1 : 0);

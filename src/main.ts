@@ -27,7 +27,8 @@ const USAGE = `usage: shadowgate <command> [options]
 
   run [--config FILE]        run the gateway (FILE defaults to $SHADOWGATE_CONFIG or /etc/shadowgate/config.json)
   check-config [FILE]        validate a config file and print every problem
-  scan --bus ID [--from 1 --to 247]        find responding Modbus unit ids on a bus of the config
+  scan --bus ID | --port DEV [--baud 9600 --parity none --stop-bits 1] [--from 1 --to 247]
+                             find responding Modbus unit ids on a bus of the config, or on a serial port
   read|write --bus ID --unit N --table holding --address A --type float32 [--value V] [--word-order little]
                              one-off Modbus I/O without the daemon (stop the gateway first on RTU)
   probe --bus ID | --port DEV [--baud 9600 --parity none --stop-bits 1]  --unit N --model NAME [--json]
@@ -209,11 +210,10 @@ export async function main(argv: string[]): Promise<number> {
     case 'scan':
     case 'read':
     case 'write': {
-      const loaded = await loadOrExplain(file);
-      if (!loaded) return 2;
       // Loaded only for these commands: `run` must not pay for serialport/modbus-serial at start-up.
       const { runModbusCommand } = await import('./cli/modbus.js');
-      return runModbusCommand(command, rest, loaded.config, (line) => process.stdout.write(`${line}\n`));
+      // The config is read only for a --bus: `scan --port DEV` runs before any config exists.
+      return runModbusCommand(command, rest, async () => (await loadOrExplain(file))?.config, (line) => process.stdout.write(`${line}\n`));
     }
     case 'probe': {
       // Its own --config (the shared parse above takes flag values for positionals); none at all with --port.

@@ -15,7 +15,7 @@ import { benchPersist } from './persist.js';
 import { report } from './report.js';
 import { benchStall } from './stall.js';
 
-console.log('shadowgate benchmarks (targets from issues 2 and 16; baselines measured in this run)');
+console.log('shadowgate benchmarks (each figure against its target; baselines measured in this run)');
 console.log('\n# 1, 2, 4, 6: footprint, flash writes, REST and start-up with fleet F');
 report(await benchFootprint());
 console.log('\n# 3: event-loop stalls with a snapshot, a bridge draining and a 30-day aggregate at once');

@@ -3,7 +3,8 @@
  * mutated methods, paths, queries, bodies, headers, lying lengths, slow bodies), many connections at once
  * and slowloris ones, bad MQTT `set` payloads from a writer, malformed MQTT packets over raw TCP, malformed
  * and oversized WebSocket frames. Goals: 0 crashes, every HTTP answer an envelope, nothing written by a
- * refused set, every malformed connection closed, RSS growth < 10 %, and the shadow still right afterwards.
+ * refused set, every malformed connection closed, RSS growth < 10 % (the full run; the reduced one judges the
+ * growth over a third round, see trendRow), and the shadow still right afterwards.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,14 +17,33 @@ import { sendWsCase, wsCases } from './bad-input/ws-bad.js';
 import type { Campaign, Row } from './table.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export interface Mem { rss: number; heap: number }
 /**
- * RSS after a full collection (through the inspector: V8's own idle collection comes 8–20 s after the load
- * stops, at no predictable moment) and a moment for freed pages to go.
+ * RSS and the V8 heap's used bytes after a full collection (through the inspector: V8's own idle collection
+ * comes 8–20 s after the load stops, at no predictable moment) and a moment for freed pages to go.
  */
-async function settledRss(gw: Gateway): Promise<number> {
-  await gw.gc();
+async function settled(gw: Gateway): Promise<Mem> {
+  const heap = await gw.gc();
   await sleep(500);
-  return gw.rss();
+  return { rss: gw.rss(), heap };
+}
+/**
+ * Bounds on the growth over the last round, above what noise reaches. Measured on 2 cores, 12 reduced runs
+ * (6 of them two at a time, load 13): RSS after round 1 vs. the warm-up +0.2% to +6.0% (the old single-round
+ * check's figure; a fresh-clone CI run read +10.8%), but round 2 → 3 −0.2 to +0.4 MiB in 11 runs and +2.5 MiB
+ * in one; the V8 heap used −0.2 to +0.2 MiB. Over 8 rounds the heap settles (+0.6, then +0.1 or less per
+ * round; idle, +0.02 MiB per 15 s): the gateway keeps no memory per bad input. RSS: ~10% of the ~80 MiB base,
+ * 3× the largest step seen; heap: 5× its largest step, so a leak of 1 MiB per 1,000 bad requests fails.
+ */
+const TREND_RSS_MIB = 8;
+const TREND_HEAP_MIB = 1;
+/** The growth over the last round (MiB) and whether it stays under the bounds. */
+export function memoryTrend(mems: readonly Mem[]): { rssStep: number; heapStep: number; ok: boolean } {
+  if (mems.length < 2) return { rssStep: NaN, heapStep: NaN, ok: false };
+  const [a, b] = mems.slice(-2) as [Mem, Mem];
+  const rssStep = (b.rss - a.rss) / 2 ** 20;
+  const heapStep = (b.heap - a.heap) / 2 ** 20;
+  return { rssStep, heapStep, ok: rssStep < TREND_RSS_MIB && heapStep < TREND_HEAP_MIB };
 }
 const MiB = (b: number): string => (b / 2 ** 20).toFixed(1);
 const pct = (a: number, b: number): string => `${b >= a ? '+' : ''}${((b / a - 1) * 100).toFixed(1)}%`;
@@ -91,6 +111,39 @@ async function slowRow(slow: Slow, reduced: boolean): Promise<Row> {
   };
 }
 
+/**
+ * The reduced set's memory check: RSS after one round of bad input against a warm-up says little at this
+ * size (the allocators' noise alone, run to run, spans more than 10% of ~80 MiB), so it runs two more plain
+ * rounds (fuzz, burst, MQTT, WebSocket; new seeds) and judges the growth from round 2 to round 3, after a
+ * full GC each: memory kept per bad input grows every round, allocator and cache sizing does not.
+ */
+async function trendRow(gw: Gateway, s: Secrets, seed: number, n: Sizes, mems: Mem[], freshNote: string): Promise<Row> {
+  const problems: string[] = [];
+  const tokens = { write: s.writeToken, read: s.readToken };
+  // More rounds for a closer look (SHADOWGATE_BAD_INPUT_ROUNDS=8): the judged step is always the last one.
+  const last = Math.max(3, Number(process.env.SHADOWGATE_BAD_INPUT_ROUNDS ?? 3) || 3);
+  for (let r = 2; r <= last; r++) {
+    const fuzz = await runFuzz(gw.http, seed + 100 * r, n.rest, tokens, 16);
+    const many = await burst(gw.http, n.burst);
+    const more = await mqttAndWs(gw, s, seed + 100 * r, n);
+    if (fuzz.bad) problems.push(`round ${r}: ${fuzz.bad} non-envelope answers`);
+    if (many.ok !== n.burst) problems.push(`round ${r}: ${n.burst - many.ok} of the burst unanswered`);
+    problems.push(...more.filter((x) => !x.ok).map((x) => `round ${r}: ${x.test}: ${x.figure}`));
+    mems.push(gw.alive() ? await settled(gw) : { rss: NaN, heap: NaN });
+  }
+  const r1 = mems[1]!;
+  const { rssStep, heapStep, ok: flat } = memoryTrend(mems);
+  const ok = flat && problems.length === 0;
+  return {
+    test: `Memory over ${last} rounds of bad input (after a full GC each)`, trials: last, survived: ok ? last : 0, lost: '-',
+    figure: `RSS ${mems.map((m) => MiB(m.rss)).join(' → ')} MiB (round ${last - 1} → ${last}: ${rssStep >= 0 ? '+' : ''}${rssStep.toFixed(1)} MiB); `
+      + `V8 heap used ${mems.map((m) => MiB(m.heap)).join(' → ')} MiB (${heapStep >= 0 ? '+' : ''}${heapStep.toFixed(1)} MiB)`,
+    goal: `last round: RSS < +${TREND_RSS_MIB} MiB, heap < +${TREND_HEAP_MIB} MiB`,
+    ok,
+    note: `${problems.length ? `${problems.join('; ')}; ` : ''}round 1 vs. warm-up ${pct(mems[0]!.rss, r1.rss)} (the full campaign's goal is < +10%); ${freshNote}`,
+  };
+}
+
 interface Sizes { rest: number; burst: number; slowHeaders: number; slowBodies: number; sets: number; garbage: number; wsRepeat: number }
 
 export const badInput: Campaign = async ({ reduced, log }) => {
@@ -114,13 +167,13 @@ export const badInput: Campaign = async ({ reduced, log }) => {
     // sizing themselves for megabyte inputs, mqtt-packet's 6 MB number cache on the first MQTT client — are in
     // the baseline (the fresh-start figure is in the note).
     await sleep(1000);
-    const rssFresh = await settledRss(gw);
+    const fresh = await settled(gw);
     await Promise.all([
       runFuzz(gw.http, seed + 1, reduced ? 500 : 1000, tokens(), 16),
       mqttAndWs(gw, s, seed + 1, { ...n, sets: reduced ? 50 : 100, garbage: 4, wsRepeat: 1 }),
     ]);
     const versions = await versionCount(gw.http, s);
-    const rss0 = await settledRss(gw);
+    const mem0 = await settled(gw);
 
     // REST, with slowloris connections held open meanwhile: the fuzz run must go on regardless.
     slow = slowloris(gw.http, n.slowHeaders, n.slowBodies);
@@ -145,13 +198,18 @@ export const badInput: Campaign = async ({ reduced, log }) => {
 
     // Afterwards: same process, still right, memory back.
     const problems = await healthProblems(gw, s, pid, versions);
-    const rss1 = gw.alive() ? await settledRss(gw) : NaN;
-    const growth = rss1 / rss0 - 1;
-    rows.push({
-      test: 'RSS after all bad input (after a full GC)', trials: 1, survived: growth < 0.1 ? 1 : 0, lost: '-',
-      figure: `RSS ${MiB(rss0)} → ${MiB(rss1)} MiB (${pct(rss0, rss1)})`, goal: '< +10% (vs. after a warm-up round)', ok: growth < 0.1,
-      note: `fresh start ${MiB(rssFresh)} MiB (${pct(rssFresh, rss1)} vs. that): the warm-up round pays the first-use costs`,
-    });
+    const mem1 = gw.alive() ? await settled(gw) : { rss: NaN, heap: NaN };
+    const growth = mem1.rss / mem0.rss - 1;
+    const freshNote = `fresh start ${MiB(fresh.rss)} MiB (${pct(fresh.rss, mem1.rss)} vs. that): the warm-up round pays the first-use costs`;
+    if (!reduced) {
+      rows.push({
+        test: 'RSS after all bad input (after a full GC)', trials: 1, survived: growth < 0.1 ? 1 : 0, lost: '-',
+        figure: `RSS ${MiB(mem0.rss)} → ${MiB(mem1.rss)} MiB (${pct(mem0.rss, mem1.rss)})`, goal: '< +10% (vs. after a warm-up round)', ok: growth < 0.1,
+        note: `${freshNote}; V8 heap used ${MiB(mem0.heap)} → ${MiB(mem1.heap)} MiB`,
+      });
+    } else {
+      rows.push(await trendRow(gw, s, seed, n, [mem0, mem1], freshNote));
+    }
     const fatal = fatalLines(gw.lines);
     rows.push({
       test: 'gateway after bad input', trials: 1, survived: problems.length === 0 && fatal.length === 0 ? 1 : 0, lost: `${problems.length} problems`,

@@ -1,7 +1,9 @@
 /**
  * `shadowgate scan|read|write` for Modbus buses: one-off I/O through the bus's own driver (the Driver
  * interface, as the daemon uses it: its scan, read and write), without polling and without the daemon. Exit codes: 0 done, 1 the device did not answer / refused,
- * 2 usage or config error. (Do not run it while the daemon holds the same serial port.)
+ * 2 usage or config error. The bus is one of the config (`--bus`), or for a scan a serial port (`--port DEV`
+ * with --baud/--parity/--stop-bits/--data-bits, before any config exists). A port the running gateway holds
+ * is named as such, with the console's scan to use instead (serial-port.ts).
  */
 import { parseArgs } from 'node:util';
 import type { BusConfig, GatewayConfig, ModbusPointBlock, ModbusRtuBusConfig, PointConfig, ResolvedDevice } from '../config/types.js';
@@ -14,6 +16,7 @@ import { createModbusRtuDriverWith } from '../drivers/modbus-rtu.js';
 import { createModbusTcpDriverWith } from '../drivers/modbus-tcp.js';
 import type { Driver, DriverContext } from '../drivers/types.js';
 import { silentLogger } from '../util/logger.js';
+import { adhocRtuBus, openFailure } from './serial-port.js';
 
 class UsageError extends Error {}
 
@@ -22,7 +25,10 @@ const FLAGS = {
   type: { type: 'string' }, value: { type: 'string' }, length: { type: 'string' }, bit: { type: 'string' },
   'word-order': { type: 'string' }, 'byte-order': { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
   timeout: { type: 'string' }, config: { type: 'string', short: 'c' },
+  port: { type: 'string' }, baud: { type: 'string' }, parity: { type: 'string' }, 'stop-bits': { type: 'string' }, 'data-bits': { type: 'string' },
 } as const;
+
+const SERIAL_FLAGS = ['baud', 'parity', 'stop-bits', 'data-bits'] as const;
 
 type Flags = Map<string, string>;
 
@@ -59,15 +65,35 @@ function oneOffDriver(bus: BusConfig, devices: ResolvedDevice[], timeoutMs?: num
   return create(cfg, devices, ctx, { oneOff: true });
 }
 
-/** Opens the driver's link; a link that does not open is an error naming it. */
-async function open(driver: Driver): Promise<Driver> {
+/** Opens the driver's link; a link that does not open is an error naming it (and the gateway, when it holds the port). */
+async function open(driver: Driver, what: 'scan' | 'read' | 'write'): Promise<Driver> {
   await driver.start();
   const { bus: link } = driver.stats!() as { bus: { open: boolean; link: string; lastError: string | null } };
   if (!link.open) {
     await driver.stop();
-    throw new Error(`cannot open ${link.link}: ${String(link.lastError)}`);
+    throw new Error(openFailure(link.link, link.lastError, what));
   }
   return driver;
+}
+
+/** The bus of `--bus ID` (from the config) or, for a scan, of `--port DEV` (ad hoc, no config needed). */
+async function busOf(cmd: 'scan' | 'read' | 'write', flags: Flags, config: () => Promise<GatewayConfig | undefined>): Promise<BusConfig | undefined> {
+  const busId = flags.get('bus');
+  const port = flags.get('port');
+  if (busId !== undefined && port !== undefined) throw new UsageError('give --bus (a bus of the config) or --port (a serial port), not both');
+  const serial = SERIAL_FLAGS.filter((k) => flags.has(k));
+  if (port === undefined && serial.length > 0) throw new UsageError(`--${serial[0]!} goes with --port; a --bus has its settings in the config`);
+  if (port !== undefined) {
+    if (cmd !== 'scan') throw new UsageError(`--port is for scan (and probe); ${cmd} takes --bus, a bus of the config`);
+    const int = (k: string): number | undefined => (flags.has(k) ? intFlag(flags, k) : undefined);
+    return adhocRtuBus({ port, baud: int('baud'), parity: flags.get('parity'), stopBits: int('stop-bits'), dataBits: int('data-bits') }).bus;
+  }
+  if (!busId) throw new UsageError(cmd === 'scan' ? '--bus or --port is required' : '--bus is required');
+  const loaded = await config();
+  if (!loaded) return undefined;
+  const busConfig = loaded.buses.find((b) => b.id === busId);
+  if (!busConfig) throw new UsageError(`unknown bus "${busId}" (buses: ${loaded.buses.map((b) => b.id).join(', ') || 'none'})`);
+  return busConfig;
 }
 
 function blockFrom(flags: Flags): ModbusPointBlock {
@@ -88,20 +114,22 @@ function blockFrom(flags: Flags): ModbusPointBlock {
   return block;
 }
 
-export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: string[], config: GatewayConfig, out: (line: string) => void): Promise<number> {
+/**
+ * Runs one command. `config` loads the config file (undefined back: it is invalid, its problems already
+ * printed): only a `--bus` needs it, so `scan --port` runs on a board with no config yet.
+ */
+export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: string[], config: () => Promise<GatewayConfig | undefined>, out: (line: string) => void): Promise<number> {
   let driver: Driver | null = null;
   try {
     const flags = parseFlags(args);
-    const busId = flags.get('bus');
-    if (!busId) throw new UsageError('--bus is required');
-    const busConfig = config.buses.find((b) => b.id === busId);
-    if (!busConfig) throw new UsageError(`unknown bus "${busId}" (buses: ${config.buses.map((b) => b.id).join(', ') || 'none'})`);
+    const busConfig = await busOf(cmd, flags, config);
+    if (!busConfig) return 2;
     if (cmd === 'scan') {
       const from = intFlag(flags, 'from', 1);
       const to = intFlag(flags, 'to', 247);
       if (from < 0 || to > 255 || from > to) throw new UsageError('--from/--to must satisfy 0 <= from <= to <= 255');
       // A short timeout: a scan of 247 ids at the bus's 300 ms would take over a minute.
-      driver = await open(oneOffDriver(busConfig, [], flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min((busConfig as ModbusRtuBusConfig).timeout, 200)));
+      driver = await open(oneOffDriver(busConfig, [], flags.has('timeout') ? intFlag(flags, 'timeout') : Math.min((busConfig as ModbusRtuBusConfig).timeout, 200)), 'scan');
       return await scan(driver, from, to, out);
     }
     const unit = intFlag(flags, 'unit');
@@ -117,7 +145,7 @@ export async function runModbusCommand(cmd: 'scan' | 'read' | 'write', args: str
     const one = oneOffDriver(busConfig, [device]);
     // A value that does not fit is a usage error, found before the port is opened.
     if (cmd === 'write') one.check!('cli', [{ name, value: flags.get('value')! }]);
-    driver = await open(one);
+    driver = await open(one, cmd);
     if (cmd === 'write') {
       await driver.write('cli', [{ name, value: flags.get('value')! }]);
       out(`wrote ${flags.get('value')} to unit ${unit} ${block.table} ${block.address}`);

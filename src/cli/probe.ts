@@ -7,7 +7,7 @@
  * device did not answer, 2 usage or config error (nothing sent).
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, validateConfig, type ConfigChecker } from '../config/load.js';
+import { ConfigError, type ConfigChecker } from '../config/load.js';
 import { readModelLibrary } from '../config/models.js';
 import type { BusConfig, GatewayConfig, ModbusRtuBusConfig, ModelConfig, ResolvedDevice } from '../config/types.js';
 import { systemClock } from '../core/clock.js';
@@ -17,6 +17,7 @@ import { createModbusRtuDriverWith } from '../drivers/modbus-rtu.js';
 import { createModbusTcpDriverWith } from '../drivers/modbus-tcp.js';
 import type { Driver, DriverContext } from '../drivers/types.js';
 import { silentLogger } from '../util/logger.js';
+import { adhocRtuBus, openFailure, serialOnly } from './serial-port.js';
 
 export const PROBE_USAGE = `usage: shadowgate probe --bus ID --unit N --model NAME [--config FILE] [--json] [--timeout MS]
        shadowgate probe --port /dev/ttyUSB0 [--baud 9600 --parity none|even|odd --stop-bits 1|2 --data-bits 8]
@@ -133,26 +134,16 @@ async function busAndModel(flags: Map<string, string | boolean>, modelName: stri
     }
     models = { [modelName]: entry.raw };
   }
-  const raw: Record<string, unknown> = { id: 'port', driver: 'modbus-rtu', port };
-  const baud = int(flags, 'baud');
-  if (baud !== undefined) raw.baud_rate = baud;
-  if (flags.has('parity')) raw.parity = str(flags, 'parity');
-  const stop = int(flags, 'stop-bits');
-  if (stop !== undefined) raw.stop_bits = stop;
-  const data = int(flags, 'data-bits');
-  if (data !== undefined) raw.data_bits = data;
-  let adhoc: GatewayConfig;
   try {
-    adhoc = validateConfig({ buses: [raw] }, { models, checkers: hooks.checkers ?? [] });
+    const adhoc = adhocRtuBus({
+      port: port!, baud: int(flags, 'baud'), parity: str(flags, 'parity'), stopBits: int(flags, 'stop-bits'), dataBits: int(flags, 'data-bits'),
+    }, models, hooks.checkers ?? []);
+    return { bus: adhoc.bus, adhoc: true, model: findModel(config?.models ?? adhoc.models, modelName) };
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
-    // The schema's words for the flags: buses[0].baud_rate is --baud.
-    const names: Record<string, string> = { baud_rate: '--baud', parity: '--parity', stop_bits: '--stop-bits', data_bits: '--data-bits', port: '--port' };
-    const serial = e.problems.every((p) => p.startsWith('buses[0]'));
-    err(`error: ${serial ? 'invalid serial settings' : 'invalid configuration'}\n${e.problems.map((p) => `  ${p.replace(/^buses\[0\]\.(\w+)/, (m, k: string) => names[k] ?? m)}`).join('\n')}`);
+    err(`error: ${serialOnly(e) ? 'invalid serial settings' : 'invalid configuration'}\n${e.problems.map((p) => `  ${p}`).join('\n')}`);
     return undefined;
   }
-  return { bus: adhoc.buses[0]!, adhoc: true, model: findModel(config?.models ?? adhoc.models, modelName) };
 }
 
 function unknownModel(name: string, modbusModels: string[]): UsageError {
@@ -245,7 +236,7 @@ export async function runProbe(args: string[], hooks: ProbeHooks, out: (line: st
     driver = oneOffDriver(bus, device, timeoutMs);
     await driver.start();
     const { bus: link } = driver.stats!() as { bus: { open: boolean; link: string; lastError: string | null } };
-    if (!link.open) throw new Error(`cannot open ${link.link}: ${String(link.lastError)}`);
+    if (!link.open) throw new Error(openFailure(link.link, link.lastError, 'probe'));
     const { values: raw, errors } = await driver.probe!(device);
     const readable = model.points.filter((p) => p.access !== 'W');
     const points = classifyPoints(readable, raw, errors);

@@ -73,6 +73,15 @@ withSysusers('install into a temp root lays out app, unit, user, udev rule, conf
   assert.is(await readlink(wants), '/etc/systemd/system/shadowgate.service', 'enabled like systemctl enable');
   assert.ok(existsSync(path.join(root, 'usr/lib/sysusers.d/shadowgate.conf')));
   assert.ok(existsSync(path.join(root, 'etc/udev/rules.d/70-shadowgate-gpio.rules')));
+  // `shadowgate` on the PATH: a wrapper running the app with the unit's node, arguments passed through.
+  const bin = path.join(root, 'usr/local/bin/shadowgate');
+  const wrapper = await readFile(bin, 'utf8');
+  assert.match(wrapper, new RegExp(`^exec '${process.execPath}' '/opt/shadowgate/shadowgate\\.mjs' "\\$@"$`, 'm'));
+  assert.is((await lstat(bin)).mode & 0o777, 0o755);
+  // Run as it would be on the target: the app under the root stands in for /opt/shadowgate.
+  await writeFile(path.join(root, 'opt/shadowgate/shadowgate.mjs'), 'console.log(JSON.stringify(process.argv.slice(2)));\n');
+  const onPath = await run('sh', ['-c', wrapper.replace('/opt/shadowgate/', `${root}/opt/shadowgate/`), 'shadowgate', 'scan', '--port', '/dev/ttyX y']);
+  assert.is(onPath.stdout.trim(), '["scan","--port","/dev/ttyX y"]', onPath.stderr);
 
   // systemd-sysusers ran against the root: the user exists there, in dialout and gpio.
   const passwd = await readFile(path.join(root, 'etc/passwd'), 'utf8');
@@ -103,7 +112,7 @@ withSysusers('install into a temp root lays out app, unit, user, udev rule, conf
   const un = await install(['--root', root, '--uninstall']);
   assert.is(un.code, 0, un.stdout + un.stderr);
   for (const gone of ['opt/shadowgate', 'etc/systemd/system/shadowgate.service', 'etc/udev/rules.d/70-shadowgate-gpio.rules',
-    'usr/lib/sysusers.d/shadowgate.conf']) assert.not.ok(existsSync(path.join(root, gone)), `${gone} left behind`);
+    'usr/lib/sysusers.d/shadowgate.conf', 'usr/local/bin/shadowgate']) assert.not.ok(existsSync(path.join(root, gone)), `${gone} left behind`);
   assert.not.ok(await lstat(wants).then(() => true, () => false), 'enable symlink left behind');
   assert.ok(existsSync(confFile), 'config is kept without --purge');
   const purge = await install(['--root', root, '--uninstall', '--purge']);
@@ -119,6 +128,8 @@ withSysusers('--prefix moves the app and the unit follows; --no-node-check keeps
   const unit = await readFile(path.join(root, 'etc/systemd/system/shadowgate.service'), 'utf8');
   assert.match(unit, /^ExecStart=\/usr\/bin\/node .* \/srv\/sg\/shadowgate\.mjs run$/m);
   assert.not.match(unit, /\/opt\/shadowgate/);
+  const wrapper = await readFile(path.join(root, 'usr/local/bin/shadowgate'), 'utf8');
+  assert.match(wrapper, /^exec '\/usr\/bin\/node' '\/srv\/sg\/shadowgate\.mjs' "\$@"$/m, 'the image rootfs gets the wrapper with its own node');
 });
 
 test('a Node.js older than 20.19 is refused before anything is installed', async () => {

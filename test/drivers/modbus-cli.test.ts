@@ -21,7 +21,7 @@ const config = (): GatewayConfig => ({ buses: [rtuBus(rig?.master ?? '/nonexiste
 
 async function run(cmd: 'scan' | 'read' | 'write', args: string[]): Promise<{ code: number; lines: string[] }> {
   const lines: string[] = [];
-  const code = await runModbusCommand(cmd, args, config(), (l) => lines.push(l));
+  const code = await runModbusCommand(cmd, args, async () => config(), (l) => lines.push(l));
   return { code, lines };
 }
 

@@ -100,8 +100,11 @@ export interface Gateway {
   stderr(): string;
   alive(): boolean;
   rss(): number;
-  /** A full garbage collection through the inspector (startGateway with `inspect`). */
-  gc(): Promise<void>;
+  /**
+   * A full garbage collection through the inspector (startGateway with `inspect`), then the V8 heap's used
+   * bytes: what JavaScript objects still hold (RSS adds what the allocators keep).
+   */
+  gc(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -167,13 +170,13 @@ export async function startGateway(dir: string, config: Record<string, unknown>,
   };
 }
 
-/** HeapProfiler.collectGarbage over the inspector protocol (5 s timeout). */
-function collectGarbage(url: string): Promise<void> {
+/** HeapProfiler.collectGarbage, then Runtime.getHeapUsage's usedSize, over the inspector protocol (5 s timeout). */
+function collectGarbage(url: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url);
     const timer = setTimeout(() => {
       ws.terminate();
-      reject(new Error('inspector: no answer to collectGarbage in 5 s'));
+      reject(new Error('inspector: no answer to collectGarbage / getHeapUsage in 5 s'));
     }, 5000);
     ws.on('error', (e) => {
       clearTimeout(timer);
@@ -181,10 +184,12 @@ function collectGarbage(url: string): Promise<void> {
     });
     ws.on('open', () => ws.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' })));
     ws.on('message', (data) => {
-      if ((JSON.parse(String(data)) as { id?: number }).id !== 1) return;
+      const m = JSON.parse(String(data)) as { id?: number; result?: { usedSize?: number } };
+      if (m.id === 1) ws.send(JSON.stringify({ id: 2, method: 'Runtime.getHeapUsage' }));
+      if (m.id !== 2) return;
       clearTimeout(timer);
       ws.close();
-      resolve();
+      resolve(m.result?.usedSize ?? NaN);
     });
   });
 }

@@ -50,6 +50,24 @@ const BENIGN = [
   'history: torn tail truncated to the last whole record',
 ];
 
+/**
+ * What the restored counter must be, given the updates a client saw: the snapshot is one instant of the
+ * event loop, stamped with the same millisecond clock as the updates (Date.now()). An update stamped before
+ * that millisecond was applied before the snapshot and must be in it; one stamped in the save's own
+ * millisecond may have come just before or just after it (a poll timer due in the same ms), so either is
+ * right; none from after the save can be in it.
+ */
+export function snapshotOrder(seen: ReadonlyMap<number, number>, r: { value: number; updatedAt: number }, savedAt: number): string[] {
+  const failures: string[] = [];
+  const before = [...seen].filter(([, ts]) => ts < savedAt).sort((x, y) => y[1] - x[1])[0];
+  if (before && r.value < before[0]) failures.push(`restored counter ${r.value}, but ${before[0]} was seen at ${before[1]}, before the save at ${savedAt}`);
+  if (r.updatedAt > savedAt) failures.push(`restored counter ${r.value} updated at ${r.updatedAt}, after the save at ${savedAt}`);
+  const seenAt = seen.get(r.value);
+  // A restored value a client had seen must carry the same update time (a mixed-up or stale file would not).
+  if (seenAt !== undefined && seenAt !== r.updatedAt) failures.push(`restored counter ${r.value} at ${r.updatedAt}, a client saw it at ${seenAt}`);
+  return failures;
+}
+
 export async function judgeRestart(gw: Gateway, b: BeforeKill, persistMs: number, flushMs: number, pollMs: number, retainEveryMs: number): Promise<Judged> {
   const failures: string[] = [];
   const j: Judged = { failures, lossMs: 0, writeChecked: false, retainedLagMs: null, historyLagMs: null, tornTails: 0, tornJournal: b.disk.tornJournal, staleTemps: 0 };
@@ -75,14 +93,7 @@ export async function judgeRestart(gw: Gateway, b: BeforeKill, persistMs: number
   // loss (nothing was measured then), which a difference of timestamps would count.
   const r = b.disk.counter;
   if (b.lastSeen) j.lossMs = Math.max(0, b.lastSeen.value - (r?.value ?? 0)) * pollMs;
-  if (r) {
-    const before = [...b.seen].filter(([, ts]) => ts <= b.disk.savedAt).sort((x, y) => y[1] - x[1])[0];
-    // The snapshot is one instant: it holds the newest value a client saw from before it (or a newer one).
-    if (before && r.value < before[0]) failures.push(`restored counter ${r.value}, but ${before[0]} was seen at ${before[1]}, before the save at ${b.disk.savedAt}`);
-    const seenAt = b.seen.get(r.value);
-    // A restored value a client had seen must carry the same update time (a mixed-up or stale file would not).
-    if (seenAt !== undefined && seenAt !== r.updatedAt) failures.push(`restored counter ${r.value} at ${r.updatedAt}, a client saw it at ${seenAt}`);
-  }
+  if (r) failures.push(...snapshotOrder(b.seen, r, b.disk.savedAt));
   if (j.lossMs > persistMs) {
     failures.push(`lost ${j.lossMs / pollMs} updates = ${j.lossMs} ms (> persist_interval ${persistMs} ms): killed ${b.killAt - b.disk.savedAt} ms after`
       + ` the restored snapshot, ${b.uptime} ms after ready; saves took up to ${b.maxSaveMs} ms`);
