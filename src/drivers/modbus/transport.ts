@@ -7,16 +7,13 @@
 import M from 'modbus-serial';
 import type { ModbusTable } from '../../protocol/modbus/address.js';
 import { GatewayError } from '../../core/errors.js';
+import type { RawRequest } from '../types.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
 export const ModbusRTU = M.default;
 
-export type WireRequest =
-  | { fc: 1 | 2 | 3 | 4; address: number; count: number }
-  | { fc: 5; address: number; value: boolean }
-  | { fc: 6; address: number; value: number }
-  | { fc: 15; address: number; values: boolean[] }
-  | { fc: 16; address: number; values: number[] };
+/** A request as it goes on the wire: the same shape a Modbus server forwards (drivers/types.ts). */
+export type WireRequest = RawRequest;
 
 export const READ_FC: Record<ModbusTable, 1 | 2 | 3 | 4> = { coil: 1, discrete: 2, holding: 3, input: 4 };
 
