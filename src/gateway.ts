@@ -27,6 +27,7 @@ import { createExportPart, type PointInfo } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
 import { createHttpPart } from './runtime/http.js';
+import { createModbusServersPart, type ModbusServersPart } from './runtime/modbus-servers.js';
 import { PartList } from './runtime/part.js';
 import { createPersistencePart } from './runtime/persistence.js';
 import { createSystem } from './runtime/system.js';
@@ -44,6 +45,8 @@ export interface Gateway {
   /** Bound MQTT ports (0 when MQTT is disabled). */
   mqttPort: number;
   mqttWsPort: number;
+  /** The Modbus servers ("front door"): bound ports and figures per server id. */
+  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures'>;
   /** Saves the shadow now (also done periodically and on stop). */
   flush(): Promise<void>;
   stop(): Promise<void>;
@@ -90,6 +93,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const eventLoop = await parts.start(createEventLoopPart());
     const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
     await parts.start(buses);
+    // Modbus servers come after the buses: their requests go through the buses' owners (stopped before them).
+    const modbusServers = await parts.start(createModbusServersPart(config.servers, buses, clock, log.child({ part: 'modbus-server' })));
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
     // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
     const clockSync = { synchronized: await clockSynchronized() as boolean | null };
@@ -119,7 +124,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         log.level = level;
       },
     });
-    const partStats = (): Record<string, Record<string, unknown>> => ({ mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats() });
+    const partStats = (): Record<string, Record<string, unknown>> => ({
+      mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats(), modbusServers: modbusServers.stats(),
+    });
     const system = createSystem({
       buses, dataDir, clock, version: readVersion(),
       rawBuses: () => {
@@ -159,6 +166,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       httpPort: http.port,
       mqttPort: exporter.mqttPort,
       mqttWsPort: exporter.wsPort,
+      modbusServers,
       flush: () => persistence.flush(),
       async stop() {
         if (stopped) return;

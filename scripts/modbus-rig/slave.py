@@ -5,16 +5,44 @@ Serves one or more unit ids from a known register image on an RTU serial port (a
 a Modbus TCP port. All servers share one datastore, so a value written over RTU can be checked
 through TCP by an independent client (mbpoll).
 
-  slave.py [--rtu PATH] [--tcp PORT] [--units 1,2] [--baud 9600]
+  slave.py [--rtu PATH] [--tcp PORT] [--units 1,2] [--baud 9600] [--count FILE] [--write-delay S]
+
+--count FILE: after every request, FILE holds {"unit:fc:address:count": requests} as JSON (requests seen by the
+slave, RTU and TCP together), so a test counts the frames that reached the device.
+--write-delay S: writes (FC 5, 6, 15, 16) to address 150 and up are answered S seconds late (a slow EEPROM write).
 
 Unit 5 has a sparse map (holes answer exception 2). SIGUSR1 toggles unit 2 between answering and silent (a slave that dies and comes back).
 Prints READY on stdout once every server is listening. Exits on SIGTERM.
 """
-import argparse, asyncio, signal, struct, sys, logging
+import argparse, asyncio, json, os, signal, struct, sys, time, logging
 
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusSparseDataBlock, ModbusSlaveContext, ModbusServerContext
 from pymodbus.server.async_io import ModbusSerialServer, ModbusTcpServer
 from pymodbus.transaction import ModbusRtuFramer, ModbusSocketFramer
+
+COUNTS = {}
+OPTIONS = {"count": None, "write_delay": 0.0}
+
+
+class CountingContext(ModbusSlaveContext):
+    """pymodbus calls validate() once per request before it touches the data: the place to count frames."""
+
+    def __init__(self, unit, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unit = unit
+
+    def validate(self, fc_as_hex, address, count=1):
+        if OPTIONS["count"]:
+            key = f"{self.unit}:{fc_as_hex}:{address}:{count}"
+            COUNTS[key] = COUNTS.get(key, 0) + 1
+            tmp = OPTIONS["count"] + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(COUNTS, f)
+            os.replace(tmp, OPTIONS["count"])
+        if fc_as_hex in (5, 6, 15, 16) and address >= 150 and OPTIONS["write_delay"] > 0:
+            time.sleep(OPTIONS["write_delay"])
+        return super().validate(fc_as_hex, address, count)
+
 
 SIZE = 200  # registers/bits per table; reading past it answers exception 2 (illegal data address)
 
@@ -27,7 +55,7 @@ def words(fmt, value):
 def sparse():
     """Unit 5: a device with holes in its map (only 0..3 and 10..13 exist), like many meters."""
     hr = ModbusSparseDataBlock({0: words("f", 1.5) + words("f", 2.5), 10: words("f", 3.5) + words("f", 4.5)})
-    return ModbusSlaveContext(di=ModbusSparseDataBlock({0: [0]}), co=ModbusSparseDataBlock({0: [0]}), hr=hr,
+    return CountingContext(5, di=ModbusSparseDataBlock({0: [0]}), co=ModbusSparseDataBlock({0: [0]}), hr=hr,
                               ir=ModbusSparseDataBlock({0: [0]}), zero_mode=True)
 
 
@@ -64,7 +92,7 @@ def image(unit):
     co = [i % 3 == 0 for i in range(SIZE)]
     di = [i % 2 == 1 for i in range(SIZE)]
     # zero_mode=True: address 0 on the wire is index 0 (the default shifts everything by one).
-    return ModbusSlaveContext(di=ModbusSequentialDataBlock(0, di), co=ModbusSequentialDataBlock(0, co),
+    return CountingContext(unit, di=ModbusSequentialDataBlock(0, di), co=ModbusSequentialDataBlock(0, co),
                               hr=ModbusSequentialDataBlock(0, hr), ir=ModbusSequentialDataBlock(0, ir),
                               zero_mode=True)
 
@@ -75,7 +103,11 @@ async def main():
     ap.add_argument("--tcp", type=int)
     ap.add_argument("--units", default="1")
     ap.add_argument("--baud", type=int, default=9600)
+    ap.add_argument("--count")
+    ap.add_argument("--write-delay", type=float, default=0.0)
     args = ap.parse_args()
+    OPTIONS["count"] = args.count
+    OPTIONS["write_delay"] = args.write_delay
     units = [int(u) for u in args.units.split(",")]
     slaves = {u: image(u) for u in units}
     context = ModbusServerContext(slaves=dict(slaves), single=False)

@@ -64,6 +64,35 @@ function checkDevice(device: Obj, i: number, buses: Map<string, string>, models:
   }
 }
 
+/** Servers: unique ids and TCP endpoints, unit ids unique per server, each unit one existing device (or a persona). */
+function checkServers(servers: unknown[], deviceIds: Set<string>, problems: string[]): void {
+  checkUniqueIds(servers, 'servers', 'server', problems);
+  const endpoints = new Map<string, number>();
+  servers.forEach((server, i) => {
+    if (!isObj(server)) return;
+    if (server.transport === 'tcp' && typeof server.port === 'number' && server.port !== 0) {
+      const key = `${String(server.host ?? '0.0.0.0')}:${server.port}`;
+      const earlier = endpoints.get(key);
+      if (earlier !== undefined) problems.push(`servers[${i}].port: ${key} is already used by servers[${earlier}]`);
+      else endpoints.set(key, i);
+    }
+    const seen = new Map<number, string>();
+    if (typeof server.diagnostic_unit === 'number') seen.set(server.diagnostic_unit, 'diagnostic_unit');
+    list(server.units).forEach((unit, j) => {
+      if (!isObj(unit)) return;
+      const at = `servers[${i}].units[${j}]`;
+      if (typeof unit.unit === 'number') {
+        const earlier = seen.get(unit.unit);
+        if (earlier !== undefined) problems.push(`${at}.unit: unit ${unit.unit} is already used by ${earlier === 'diagnostic_unit' ? `servers[${i}].diagnostic_unit` : `servers[${i}].${earlier}`}`);
+        else seen.set(unit.unit, `units[${j}]`);
+      }
+      if ((unit.device === undefined) === (unit.persona === undefined)) problems.push(`${at}: needs exactly one of "device" or "persona"`);
+      if (typeof unit.device === 'string' && !deviceIds.has(unit.device)) problems.push(`${at}.device: unknown device "${unit.device}" (${known(deviceIds)})`);
+      if (unit.persona !== undefined && unit.writes !== undefined && unit.writes !== false) problems.push(`${at}.writes: is for device units`);
+    });
+  });
+}
+
 /** Problems between sections; `models` holds every model a device may name (library and inline merged). */
 export function checkCrossReferences(cfg: Obj, models: ReadonlyMap<string, unknown>): string[] {
   const problems: string[] = [];
@@ -110,5 +139,7 @@ export function checkCrossReferences(cfg: Obj, models: ReadonlyMap<string, unkno
     users.add(user.username);
   });
   if (exportShadow.interval === 0) problems.push('export.shadow.interval: must be greater than 0');
+  const deviceIds = new Set(devices.filter(isObj).map((d) => d.id).filter((id): id is string => typeof id === 'string'));
+  checkServers(list(cfg.servers), deviceIds, problems);
   return problems;
 }

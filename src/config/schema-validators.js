@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect (read only).","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit."},"persona":{"description":"Library model whose register map this unit serves from shadow points (instead of \"device\").","type":"string","minLength":1},"bind":{"description":"Persona point → source \"<device>.<point>\" or an object with \"point\" and options.","type":"object"}}}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -70,11 +70,11 @@ const pattern2 = new RegExp("^(mqtts?|wss?|tcp|tls)://.+", "u");
 const pattern4 = new RegExp("^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$", "u");
 const pattern10 = new RegExp("^https?://.+", "u");
 const pattern13 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
-const pattern34 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
-const pattern35 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
-const pattern36 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
-const pattern37 = new RegExp("^[A-Z]{2}$", "u");
-const pattern38 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
+const pattern41 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
+const pattern42 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern43 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
+const pattern44 = new RegExp("^[A-Z]{2}$", "u");
+const pattern45 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
 const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
 const pattern16 = new RegExp("^auto$", "u");
 
@@ -4100,6 +4100,1004 @@ validate22.errors = vErrors;
 return errors === 0;
 }
 
+const schema45 = {"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]};
+const schema48 = {"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit."},"persona":{"description":"Library model whose register map this unit serves from shadow points (instead of \"device\").","type":"string","minLength":1},"bind":{"description":"Persona point → source \"<device>.<point>\" or an object with \"point\" and options.","type":"object"}}};
+
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.writes === undefined){
+data.writes = false;
+}
+if(data.unit === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "unit"},message:"must have required property '"+"unit"+"'",schema:schema48.required,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "unit") || (key0 === "device")) || (key0 === "writes")) || (key0 === "max_age")) || (key0 === "persona")) || (key0 === "bind"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.unit !== undefined){
+let data0 = data.unit;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err2 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema48.properties.unit.type,parentSchema:schema48.properties.unit,data:data0};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 247 || isNaN(data0)){
+const err3 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema48.properties.unit,data:data0};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data0 < 1 || isNaN(data0)){
+const err4 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema48.properties.unit,data:data0};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+if(data.device !== undefined){
+let data1 = data.device;
+if(typeof data1 === "string"){
+if(!pattern13.test(data1)){
+const err5 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data1};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let data2 = data.writes;
+if(typeof data2 !== "boolean"){
+const err7 = {instancePath:instancePath+"/writes",schemaPath:"#/properties/writes/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.writes.type,parentSchema:schema48.properties.writes,data:data2};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.max_age !== undefined){
+let data3 = data.max_age;
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err8 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data3};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.persona !== undefined){
+let data4 = data.persona;
+if(typeof data4 === "string"){
+if(func3(data4) < 1){
+const err10 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.persona,data:data4};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.persona.type,parentSchema:schema48.properties.persona,data:data4};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.bind !== undefined){
+let data5 = data.bind;
+if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
+const err12 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.type,parentSchema:schema48.properties.bind,data:data5};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate25.errors = vErrors;
+return errors === 0;
+}
+
+
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+const _errs2 = errors;
+let valid1 = true;
+const _errs3 = errors;
+if(errors === _errs3){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.transport === undefined) && (missing0 = "transport")){
+const err0 = {};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+else {
+if(data.transport !== undefined){
+if("tcp" !== data.transport){
+const err1 = {};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err2 = {};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+var _valid0 = _errs3 === errors;
+errors = _errs2;
+if(vErrors !== null){
+if(_errs2){
+vErrors.length = _errs2;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs6 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.max_age === undefined){
+data.max_age = "2s";
+}
+if(data.units === undefined){
+data.units = [];
+}
+if(data.host === undefined){
+data.host = "0.0.0.0";
+}
+if(data.port === undefined){
+data.port = 502;
+}
+if(data.allow === undefined){
+data.allow = [];
+}
+if(data.max_clients === undefined){
+data.max_clients = 64;
+}
+if(data.miss_rate === undefined){
+data.miss_rate = 20;
+}
+for(const key0 in data){
+if(!(func2.call(schema45.allOf[0].then.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/allOf/0/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema45.allOf[0].then,data};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data1 = data.id;
+if(typeof data1 === "string"){
+if(!pattern13.test(data1)){
+const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data1};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data1};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.transport !== undefined){
+let data2 = data.transport;
+if(typeof data2 !== "string"){
+const err6 = {instancePath:instancePath+"/transport",schemaPath:"#/allOf/0/then/properties/transport/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[0].then.properties.transport.type,parentSchema:schema45.allOf[0].then.properties.transport,data:data2};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let data3 = data.max_age;
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err7 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data3};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data3};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+let data4 = data.units;
+if(Array.isArray(data4)){
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate25(data4[i0], {instancePath:instancePath+"/units/" + i0,parentData:data4,parentDataProperty:i0,rootData}))){
+vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/units",schemaPath:"#/allOf/0/then/properties/units/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema45.allOf[0].then.properties.units.type,parentSchema:schema45.allOf[0].then.properties.units,data:data4};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.diagnostic_unit !== undefined){
+let data6 = data.diagnostic_unit;
+if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
+const err10 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[0].then.properties.diagnostic_unit.type,parentSchema:schema45.allOf[0].then.properties.diagnostic_unit,data:data6};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if((typeof data6 == "number") && (isFinite(data6))){
+if(data6 > 247 || isNaN(data6)){
+const err11 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema45.allOf[0].then.properties.diagnostic_unit,data:data6};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data6 < 1 || isNaN(data6)){
+const err12 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema45.allOf[0].then.properties.diagnostic_unit,data:data6};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+let data7 = data.host;
+if(typeof data7 === "string"){
+if(func3(data7) < 1){
+const err13 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/0/then/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45.allOf[0].then.properties.host,data:data7};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/0/then/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[0].then.properties.host.type,parentSchema:schema45.allOf[0].then.properties.host,data:data7};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+let data8 = data.port;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err15 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[0].then.properties.port.type,parentSchema:schema45.allOf[0].then.properties.port,data:data8};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 > 65535 || isNaN(data8)){
+const err16 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema45.allOf[0].then.properties.port,data:data8};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data8 < 0 || isNaN(data8)){
+const err17 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema45.allOf[0].then.properties.port,data:data8};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+let data9 = data.allow;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+let data10 = data9[i1];
+if(typeof data10 === "string"){
+if(func3(data10) < 1){
+const err18 = {instancePath:instancePath+"/allow/" + i1,schemaPath:"#/allOf/0/then/properties/allow/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45.allOf[0].then.properties.allow.items,data:data10};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/allow/" + i1,schemaPath:"#/allOf/0/then/properties/allow/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[0].then.properties.allow.items.type,parentSchema:schema45.allOf[0].then.properties.allow.items,data:data10};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+let i2 = data9.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data9[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err20 = {instancePath:instancePath+"/allow",schemaPath:"#/allOf/0/then/properties/allow/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)",schema:true,parentSchema:schema45.allOf[0].then.properties.allow,data:data9};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+break;
+}
+indices0[item0] = i2;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/allow",schemaPath:"#/allOf/0/then/properties/allow/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema45.allOf[0].then.properties.allow.type,parentSchema:schema45.allOf[0].then.properties.allow,data:data9};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+let data11 = data.max_clients;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err22 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[0].then.properties.max_clients.type,parentSchema:schema45.allOf[0].then.properties.max_clients,data:data11};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 > 1024 || isNaN(data11)){
+const err23 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024",schema:1024,parentSchema:schema45.allOf[0].then.properties.max_clients,data:data11};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data11 < 1 || isNaN(data11)){
+const err24 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema45.allOf[0].then.properties.max_clients,data:data11};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+let data12 = data.miss_rate;
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 1000 || isNaN(data12)){
+const err25 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema45.allOf[0].then.properties.miss_rate,data:data12};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data12 <= 0 || isNaN(data12)){
+const err26 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema45.allOf[0].then.properties.miss_rate,data:data12};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema45.allOf[0].then.properties.miss_rate.type,parentSchema:schema45.allOf[0].then.properties.miss_rate,data:data12};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.allOf[0].then.type,parentSchema:schema45.allOf[0].then,data};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+var _valid0 = _errs6 === errors;
+valid1 = _valid0;
+}
+if(!valid1){
+const err29 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema45.allOf[0].if,parentSchema:schema45.allOf[0],data};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+const _errs36 = errors;
+let valid11 = true;
+const _errs37 = errors;
+if(errors === _errs37){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if((data.transport === undefined) && (missing1 = "transport")){
+const err30 = {};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+else {
+if(data.transport !== undefined){
+if("rtu" !== data.transport){
+const err31 = {};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err32 = {};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+var _valid1 = _errs37 === errors;
+errors = _errs36;
+if(vErrors !== null){
+if(_errs36){
+vErrors.length = _errs36;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid1){
+const _errs40 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.max_age === undefined){
+data.max_age = "2s";
+}
+if(data.units === undefined){
+data.units = [];
+}
+if(data.baud_rate === undefined){
+data.baud_rate = 9600;
+}
+if(data.parity === undefined){
+data.parity = "none";
+}
+if(data.data_bits === undefined){
+data.data_bits = 8;
+}
+if(data.stop_bits === undefined){
+data.stop_bits = 1;
+}
+if(data.port === undefined){
+const err33 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'",schema:schema45.allOf[1].then.required,parentSchema:schema45.allOf[1].then,data};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+for(const key1 in data){
+if(!(func2.call(schema45.allOf[1].then.properties, key1))){
+const err34 = {instancePath,schemaPath:"#/allOf/1/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema45.allOf[1].then,data};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data14 = data.id;
+if(typeof data14 === "string"){
+if(!pattern13.test(data14)){
+const err35 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data14};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data14};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data.transport !== undefined){
+let data15 = data.transport;
+if(typeof data15 !== "string"){
+const err37 = {instancePath:instancePath+"/transport",schemaPath:"#/allOf/1/then/properties/transport/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[1].then.properties.transport.type,parentSchema:schema45.allOf[1].then.properties.transport,data:data15};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+let data16 = data.max_age;
+if(typeof data16 === "string"){
+if(!pattern4.test(data16)){
+const err38 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data16};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data16};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+let data17 = data.units;
+if(Array.isArray(data17)){
+const len2 = data17.length;
+for(let i3=0; i3<len2; i3++){
+if(!(validate25(data17[i3], {instancePath:instancePath+"/units/" + i3,parentData:data17,parentDataProperty:i3,rootData}))){
+vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/units",schemaPath:"#/allOf/1/then/properties/units/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema45.allOf[1].then.properties.units.type,parentSchema:schema45.allOf[1].then.properties.units,data:data17};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data.diagnostic_unit !== undefined){
+let data19 = data.diagnostic_unit;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err41 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[1].then.properties.diagnostic_unit.type,parentSchema:schema45.allOf[1].then.properties.diagnostic_unit,data:data19};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 247 || isNaN(data19)){
+const err42 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema45.allOf[1].then.properties.diagnostic_unit,data:data19};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(data19 < 1 || isNaN(data19)){
+const err43 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema45.allOf[1].then.properties.diagnostic_unit,data:data19};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+if(data.port !== undefined){
+let data20 = data.port;
+if(typeof data20 === "string"){
+if(func3(data20) < 1){
+const err44 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/1/then/properties/port/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45.allOf[1].then.properties.port,data:data20};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/1/then/properties/port/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[1].then.properties.port.type,parentSchema:schema45.allOf[1].then.properties.port,data:data20};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+let data21 = data.baud_rate;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err46 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[1].then.properties.baud_rate.type,parentSchema:schema45.allOf[1].then.properties.baud_rate,data:data21};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 4000000 || isNaN(data21)){
+const err47 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4000000},message:"must be <= 4000000",schema:4000000,parentSchema:schema45.allOf[1].then.properties.baud_rate,data:data21};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data21 < 300 || isNaN(data21)){
+const err48 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/minimum",keyword:"minimum",params:{comparison: ">=", limit: 300},message:"must be >= 300",schema:300,parentSchema:schema45.allOf[1].then.properties.baud_rate,data:data21};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+let data22 = data.parity;
+if(!(((data22 === "none") || (data22 === "even")) || (data22 === "odd"))){
+const err49 = {instancePath:instancePath+"/parity",schemaPath:"#/allOf/1/then/properties/parity/enum",keyword:"enum",params:{allowedValues: schema45.allOf[1].then.properties.parity.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[1].then.properties.parity.enum,parentSchema:schema45.allOf[1].then.properties.parity,data:data22};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+let data23 = data.data_bits;
+if(!((data23 === 7) || (data23 === 8))){
+const err50 = {instancePath:instancePath+"/data_bits",schemaPath:"#/allOf/1/then/properties/data_bits/enum",keyword:"enum",params:{allowedValues: schema45.allOf[1].then.properties.data_bits.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[1].then.properties.data_bits.enum,parentSchema:schema45.allOf[1].then.properties.data_bits,data:data23};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+let data24 = data.stop_bits;
+if(!((data24 === 1) || (data24 === 2))){
+const err51 = {instancePath:instancePath+"/stop_bits",schemaPath:"#/allOf/1/then/properties/stop_bits/enum",keyword:"enum",params:{allowedValues: schema45.allOf[1].then.properties.stop_bits.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[1].then.properties.stop_bits.enum,parentSchema:schema45.allOf[1].then.properties.stop_bits,data:data24};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else {
+const err52 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.allOf[1].then.type,parentSchema:schema45.allOf[1].then,data};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+var _valid1 = _errs40 === errors;
+valid11 = _valid1;
+}
+if(!valid11){
+const err53 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema45.allOf[1].if,parentSchema:schema45.allOf[1],data};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err54 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema45.required,parentSchema:schema45,data};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data.transport === undefined){
+const err55 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema45.required,parentSchema:schema45,data};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data25 = data.id;
+if(typeof data25 === "string"){
+if(!pattern13.test(data25)){
+const err56 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data25};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data25};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+if(data.transport !== undefined){
+let data26 = data.transport;
+if(!((data26 === "tcp") || (data26 === "rtu"))){
+const err58 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/enum",keyword:"enum",params:{allowedValues: schema45.properties.transport.enum},message:"must be equal to one of the allowed values",schema:schema45.properties.transport.enum,parentSchema:schema45.properties.transport,data:data26};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -4131,6 +5129,9 @@ data.models = {};
 }
 if(data.devices === undefined){
 data.devices = [];
+}
+if(data.servers === undefined){
+data.servers = [];
 }
 if(data.system === undefined){
 data.system = {};
@@ -5806,14 +6807,18 @@ vErrors.push(err127);
 }
 errors++;
 }
-let data69 = data.system;
-if(data69 && typeof data69 == "object" && !Array.isArray(data69)){
-if(data69.ssh_authorized_keys === undefined){
-data69.ssh_authorized_keys = [];
+let data69 = data.servers;
+if(Array.isArray(data69)){
+const len6 = data69.length;
+for(let i7=0; i7<len6; i7++){
+if(!(validate24(data69[i7], {instancePath:instancePath+"/servers/" + i7,parentData:data69,parentDataProperty:i7,rootData}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
 }
-for(const key16 in data69){
-if(!(((key16 === "hostname") || (key16 === "wifi")) || (key16 === "ssh_authorized_keys"))){
-const err128 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system,data:data69};
+}
+}
+else {
+const err128 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.servers.type,parentSchema:schema12.properties.servers,data:data69};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -5822,12 +6827,14 @@ vErrors.push(err128);
 }
 errors++;
 }
+let data71 = data.system;
+if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
+if(data71.ssh_authorized_keys === undefined){
+data71.ssh_authorized_keys = [];
 }
-if(data69.hostname !== undefined){
-let data70 = data69.hostname;
-if(typeof data70 === "string"){
-if(!pattern34.test(data70)){
-const err129 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data70};
+for(const key16 in data71){
+if(!(((key16 === "hostname") || (key16 === "wifi")) || (key16 === "ssh_authorized_keys"))){
+const err129 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system,data:data71};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -5837,8 +6844,11 @@ vErrors.push(err129);
 errors++;
 }
 }
-else {
-const err130 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.hostname.type,parentSchema:schema12.properties.system.properties.hostname,data:data70};
+if(data71.hostname !== undefined){
+let data72 = data71.hostname;
+if(typeof data72 === "string"){
+if(!pattern41.test(data72)){
+const err130 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data72};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -5848,14 +6858,8 @@ vErrors.push(err130);
 errors++;
 }
 }
-if(data69.wifi !== undefined){
-let data71 = data69.wifi;
-if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
-if(data71.hidden === undefined){
-data71.hidden = false;
-}
-if(data71.ssid === undefined){
-const err131 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "ssid"},message:"must have required property '"+"ssid"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data71};
+else {
+const err131 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.hostname.type,parentSchema:schema12.properties.system.properties.hostname,data:data72};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -5864,8 +6868,15 @@ vErrors.push(err131);
 }
 errors++;
 }
-if(data71.psk === undefined){
-const err132 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "psk"},message:"must have required property '"+"psk"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data71};
+}
+if(data71.wifi !== undefined){
+let data73 = data71.wifi;
+if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
+if(data73.hidden === undefined){
+data73.hidden = false;
+}
+if(data73.ssid === undefined){
+const err132 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "ssid"},message:"must have required property '"+"ssid"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data73};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -5874,8 +6885,8 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(data71.country === undefined){
-const err133 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "country"},message:"must have required property '"+"country"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data71};
+if(data73.psk === undefined){
+const err133 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "psk"},message:"must have required property '"+"psk"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data73};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -5884,9 +6895,8 @@ vErrors.push(err133);
 }
 errors++;
 }
-for(const key17 in data71){
-if(!((((key17 === "ssid") || (key17 === "psk")) || (key17 === "country")) || (key17 === "hidden"))){
-const err134 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system.properties.wifi,data:data71};
+if(data73.country === undefined){
+const err134 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "country"},message:"must have required property '"+"country"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data73};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -5895,12 +6905,9 @@ vErrors.push(err134);
 }
 errors++;
 }
-}
-if(data71.ssid !== undefined){
-let data72 = data71.ssid;
-if(typeof data72 === "string"){
-if(func3(data72) > 32){
-const err135 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters",schema:32,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
+for(const key17 in data73){
+if(!((((key17 === "ssid") || (key17 === "psk")) || (key17 === "country")) || (key17 === "hidden"))){
+const err135 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system.properties.wifi,data:data73};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -5909,8 +6916,12 @@ vErrors.push(err135);
 }
 errors++;
 }
-if(func3(data72) < 1){
-const err136 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
+}
+if(data73.ssid !== undefined){
+let data74 = data73.ssid;
+if(typeof data74 === "string"){
+if(func3(data74) > 32){
+const err136 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters",schema:32,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -5919,8 +6930,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-if(!pattern35.test(data72)){
-const err137 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
+if(func3(data74) < 1){
+const err137 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -5929,9 +6940,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-}
-else {
-const err138 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.ssid.type,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data72};
+if(!pattern42.test(data74)){
+const err138 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -5941,11 +6951,8 @@ vErrors.push(err138);
 errors++;
 }
 }
-if(data71.psk !== undefined){
-let data73 = data71.psk;
-if(typeof data73 === "string"){
-if(!pattern36.test(data73)){
-const err139 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data73};
+else {
+const err139 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.ssid.type,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -5955,8 +6962,11 @@ vErrors.push(err139);
 errors++;
 }
 }
-else {
-const err140 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.psk.type,parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data73};
+if(data73.psk !== undefined){
+let data75 = data73.psk;
+if(typeof data75 === "string"){
+if(!pattern43.test(data75)){
+const err140 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data75};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -5966,11 +6976,8 @@ vErrors.push(err140);
 errors++;
 }
 }
-if(data71.country !== undefined){
-let data74 = data71.country;
-if(typeof data74 === "string"){
-if(!pattern37.test(data74)){
-const err141 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data74};
+else {
+const err141 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.psk.type,parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data75};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -5980,8 +6987,11 @@ vErrors.push(err141);
 errors++;
 }
 }
-else {
-const err142 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.country.type,parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data74};
+if(data73.country !== undefined){
+let data76 = data73.country;
+if(typeof data76 === "string"){
+if(!pattern44.test(data76)){
+const err142 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data76};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -5991,9 +7001,8 @@ vErrors.push(err142);
 errors++;
 }
 }
-let data75 = data71.hidden;
-if(typeof data75 !== "boolean"){
-const err143 = {instancePath:instancePath+"/system/wifi/hidden",schemaPath:"#/properties/system/properties/wifi/properties/hidden/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.system.properties.wifi.properties.hidden.type,parentSchema:schema12.properties.system.properties.wifi.properties.hidden,data:data75};
+else {
+const err143 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.country.type,parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data76};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -6003,8 +7012,9 @@ vErrors.push(err143);
 errors++;
 }
 }
-else {
-const err144 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.properties.wifi.type,parentSchema:schema12.properties.system.properties.wifi,data:data71};
+let data77 = data73.hidden;
+if(typeof data77 !== "boolean"){
+const err144 = {instancePath:instancePath+"/system/wifi/hidden",schemaPath:"#/properties/system/properties/wifi/properties/hidden/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.system.properties.wifi.properties.hidden.type,parentSchema:schema12.properties.system.properties.wifi.properties.hidden,data:data77};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -6014,14 +7024,8 @@ vErrors.push(err144);
 errors++;
 }
 }
-let data76 = data69.ssh_authorized_keys;
-if(Array.isArray(data76)){
-const len6 = data76.length;
-for(let i7=0; i7<len6; i7++){
-let data77 = data76[i7];
-if(typeof data77 === "string"){
-if(!pattern38.test(data77)){
-const err145 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i7,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data77};
+else {
+const err145 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.properties.wifi.type,parentSchema:schema12.properties.system.properties.wifi,data:data73};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -6031,8 +7035,14 @@ vErrors.push(err145);
 errors++;
 }
 }
-else {
-const err146 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i7,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.ssh_authorized_keys.items.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data77};
+let data78 = data71.ssh_authorized_keys;
+if(Array.isArray(data78)){
+const len7 = data78.length;
+for(let i8=0; i8<len7; i8++){
+let data79 = data78[i8];
+if(typeof data79 === "string"){
+if(!pattern45.test(data79)){
+const err146 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i8,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data79};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -6042,9 +7052,8 @@ vErrors.push(err146);
 errors++;
 }
 }
-}
 else {
-const err147 = {instancePath:instancePath+"/system/ssh_authorized_keys",schemaPath:"#/properties/system/properties/ssh_authorized_keys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.system.properties.ssh_authorized_keys.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys,data:data76};
+const err147 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i8,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.ssh_authorized_keys.items.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data79};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -6054,8 +7063,9 @@ vErrors.push(err147);
 errors++;
 }
 }
+}
 else {
-const err148 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.type,parentSchema:schema12.properties.system,data:data69};
+const err148 = {instancePath:instancePath+"/system/ssh_authorized_keys",schemaPath:"#/properties/system/properties/ssh_authorized_keys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.system.properties.ssh_authorized_keys.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys,data:data78};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -6066,7 +7076,7 @@ errors++;
 }
 }
 else {
-const err149 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.type,parentSchema:schema12,data};
+const err149 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.type,parentSchema:schema12.properties.system,data:data71};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -6075,13 +7085,24 @@ vErrors.push(err149);
 }
 errors++;
 }
+}
+else {
+const err150 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.type,parentSchema:schema12,data};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
 validate11.errors = vErrors;
 return errors === 0;
 }
 
-export const validateModel = validate24;
+export const validateModel = validate29;
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6775,21 +7796,21 @@ vErrors.push(err52);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const validateBoard = validate26;
-const schema46 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
-const pattern39 = new RegExp("^[a-z0-9-]+$", "u");
+export const validateBoard = validate31;
+const schema55 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
+const pattern46 = new RegExp("^[a-z0-9-]+$", "u");
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://shadowgate.dev/board.schema.json" */;
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6799,7 +7820,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.title === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6809,7 +7830,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.model_match === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model_match"},message:"must have required property '"+"model_match"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model_match"},message:"must have required property '"+"model_match"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6819,7 +7840,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.gpiochip === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "gpiochip"},message:"must have required property '"+"gpiochip"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "gpiochip"},message:"must have required property '"+"gpiochip"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6829,7 +7850,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.header === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "header"},message:"must have required property '"+"header"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "header"},message:"must have required property '"+"header"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6839,7 +7860,7 @@ vErrors.push(err4);
 errors++;
 }
 if(data.uarts === undefined){
-const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "uarts"},message:"must have required property '"+"uarts"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "uarts"},message:"must have required property '"+"uarts"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6849,7 +7870,7 @@ vErrors.push(err5);
 errors++;
 }
 if(data.reserved === undefined){
-const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved"},message:"must have required property '"+"reserved"+"'",schema:schema46.required,parentSchema:schema46,data};
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved"},message:"must have required property '"+"reserved"+"'",schema:schema55.required,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6859,8 +7880,8 @@ vErrors.push(err6);
 errors++;
 }
 for(const key0 in data){
-if(!(func2.call(schema46.properties, key0))){
-const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema46,data};
+if(!(func2.call(schema55.properties, key0))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6873,8 +7894,8 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern39.test(data0)){
-const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema46.properties.name,data:data0};
+if(!pattern46.test(data0)){
+const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema55.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -6885,7 +7906,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.name.type,parentSchema:schema46.properties.name,data:data0};
+const err9 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.name.type,parentSchema:schema55.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6898,7 +7919,7 @@ errors++;
 if(data.title !== undefined){
 let data1 = data.title;
 if(typeof data1 !== "string"){
-const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.title.type,parentSchema:schema46.properties.title,data:data1};
+const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.title.type,parentSchema:schema55.properties.title,data:data1};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -6912,7 +7933,7 @@ if(data.model_match !== undefined){
 let data2 = data.model_match;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err11 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema46.properties.model_match,data:data2};
+const err11 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema55.properties.model_match,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -6925,7 +7946,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(typeof data3 !== "string"){
-const err12 = {instancePath:instancePath+"/model_match/" + i0,schemaPath:"#/properties/model_match/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.model_match.items.type,parentSchema:schema46.properties.model_match.items,data:data3};
+const err12 = {instancePath:instancePath+"/model_match/" + i0,schemaPath:"#/properties/model_match/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.model_match.items.type,parentSchema:schema55.properties.model_match.items,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -6937,7 +7958,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.model_match.type,parentSchema:schema46.properties.model_match,data:data2};
+const err13 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.model_match.type,parentSchema:schema55.properties.model_match,data:data2};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -6950,7 +7971,7 @@ errors++;
 if(data.soc !== undefined){
 let data4 = data.soc;
 if(typeof data4 !== "string"){
-const err14 = {instancePath:instancePath+"/soc",schemaPath:"#/properties/soc/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.soc.type,parentSchema:schema46.properties.soc,data:data4};
+const err14 = {instancePath:instancePath+"/soc",schemaPath:"#/properties/soc/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.soc.type,parentSchema:schema55.properties.soc,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -6964,7 +7985,7 @@ if(data.gpiochip !== undefined){
 let data5 = data.gpiochip;
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.label === undefined){
-const err15 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'",schema:schema46.properties.gpiochip.required,parentSchema:schema46.properties.gpiochip,data:data5};
+const err15 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'",schema:schema55.properties.gpiochip.required,parentSchema:schema55.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -6974,7 +7995,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data5.lines === undefined){
-const err16 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "lines"},message:"must have required property '"+"lines"+"'",schema:schema46.properties.gpiochip.required,parentSchema:schema46.properties.gpiochip,data:data5};
+const err16 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "lines"},message:"must have required property '"+"lines"+"'",schema:schema55.properties.gpiochip.required,parentSchema:schema55.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -6985,7 +8006,7 @@ errors++;
 }
 for(const key1 in data5){
 if(!(((key1 === "label") || (key1 === "lines")) || (key1 === "known_bases"))){
-const err17 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.gpiochip,data:data5};
+const err17 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema55.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -6998,7 +8019,7 @@ errors++;
 if(data5.label !== undefined){
 let data6 = data5.label;
 if(typeof data6 !== "string"){
-const err18 = {instancePath:instancePath+"/gpiochip/label",schemaPath:"#/properties/gpiochip/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.gpiochip.properties.label.type,parentSchema:schema46.properties.gpiochip.properties.label,data:data6};
+const err18 = {instancePath:instancePath+"/gpiochip/label",schemaPath:"#/properties/gpiochip/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.gpiochip.properties.label.type,parentSchema:schema55.properties.gpiochip.properties.label,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -7011,7 +8032,7 @@ errors++;
 if(data5.lines !== undefined){
 let data7 = data5.lines;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err19 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.gpiochip.properties.lines.type,parentSchema:schema46.properties.gpiochip.properties.lines,data:data7};
+const err19 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.gpiochip.properties.lines.type,parentSchema:schema55.properties.gpiochip.properties.lines,data:data7};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -7022,7 +8043,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 < 0 || isNaN(data7)){
-const err20 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.gpiochip.properties.lines,data:data7};
+const err20 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.gpiochip.properties.lines,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -7039,7 +8060,7 @@ if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
 for(const key2 in data8){
 let data9 = data8[key2];
 if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err21 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.gpiochip.properties.known_bases.additionalProperties.type,parentSchema:schema46.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
+const err21 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.gpiochip.properties.known_bases.additionalProperties.type,parentSchema:schema55.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -7050,7 +8071,7 @@ errors++;
 }
 if((typeof data9 == "number") && (isFinite(data9))){
 if(data9 < 0 || isNaN(data9)){
-const err22 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
+const err22 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -7063,7 +8084,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/gpiochip/known_bases",schemaPath:"#/properties/gpiochip/properties/known_bases/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.gpiochip.properties.known_bases.type,parentSchema:schema46.properties.gpiochip.properties.known_bases,data:data8};
+const err23 = {instancePath:instancePath+"/gpiochip/known_bases",schemaPath:"#/properties/gpiochip/properties/known_bases/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.gpiochip.properties.known_bases.type,parentSchema:schema55.properties.gpiochip.properties.known_bases,data:data8};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -7075,7 +8096,7 @@ errors++;
 }
 }
 else {
-const err24 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.gpiochip.type,parentSchema:schema46.properties.gpiochip,data:data5};
+const err24 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.gpiochip.type,parentSchema:schema55.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -7091,7 +8112,7 @@ if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 for(const key3 in data10){
 let data11 = data10[key3];
 if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (typeof data11 !== "string")){
-const err25 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/type",keyword:"type",params:{type: schema46.properties.header.additionalProperties.type},message:"must be integer,string",schema:schema46.properties.header.additionalProperties.type,parentSchema:schema46.properties.header.additionalProperties,data:data11};
+const err25 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/type",keyword:"type",params:{type: schema55.properties.header.additionalProperties.type},message:"must be integer,string",schema:schema55.properties.header.additionalProperties.type,parentSchema:schema55.properties.header.additionalProperties,data:data11};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -7102,7 +8123,7 @@ errors++;
 }
 if((typeof data11 == "number") && (isFinite(data11))){
 if(data11 < 0 || isNaN(data11)){
-const err26 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.header.additionalProperties,data:data11};
+const err26 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.header.additionalProperties,data:data11};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -7115,7 +8136,7 @@ errors++;
 }
 }
 else {
-const err27 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.header.type,parentSchema:schema46.properties.header,data:data10};
+const err27 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.header.type,parentSchema:schema55.properties.header,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -7133,7 +8154,7 @@ for(let i1=0; i1<len1; i1++){
 let data13 = data12[i1];
 if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
 if(data13.name === undefined){
-const err28 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+const err28 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -7143,7 +8164,7 @@ vErrors.push(err28);
 errors++;
 }
 if(data13.device === undefined){
-const err29 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+const err29 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -7153,7 +8174,7 @@ vErrors.push(err29);
 errors++;
 }
 if(data13.tx === undefined){
-const err30 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "tx"},message:"must have required property '"+"tx"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+const err30 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "tx"},message:"must have required property '"+"tx"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -7163,7 +8184,7 @@ vErrors.push(err30);
 errors++;
 }
 if(data13.rx === undefined){
-const err31 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "rx"},message:"must have required property '"+"rx"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+const err31 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "rx"},message:"must have required property '"+"rx"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -7173,7 +8194,7 @@ vErrors.push(err31);
 errors++;
 }
 if(data13.config_txt === undefined){
-const err32 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "config_txt"},message:"must have required property '"+"config_txt"+"'",schema:schema46.properties.uarts.items.required,parentSchema:schema46.properties.uarts.items,data:data13};
+const err32 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "config_txt"},message:"must have required property '"+"config_txt"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -7183,8 +8204,8 @@ vErrors.push(err32);
 errors++;
 }
 for(const key4 in data13){
-if(!(func2.call(schema46.properties.uarts.items.properties, key4))){
-const err33 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.uarts.items,data:data13};
+if(!(func2.call(schema55.properties.uarts.items.properties, key4))){
+const err33 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -7197,7 +8218,7 @@ errors++;
 if(data13.name !== undefined){
 let data14 = data13.name;
 if(typeof data14 !== "string"){
-const err34 = {instancePath:instancePath+"/uarts/" + i1+"/name",schemaPath:"#/properties/uarts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.name.type,parentSchema:schema46.properties.uarts.items.properties.name,data:data14};
+const err34 = {instancePath:instancePath+"/uarts/" + i1+"/name",schemaPath:"#/properties/uarts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.name.type,parentSchema:schema55.properties.uarts.items.properties.name,data:data14};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -7210,7 +8231,7 @@ errors++;
 if(data13.device !== undefined){
 let data15 = data13.device;
 if(typeof data15 !== "string"){
-const err35 = {instancePath:instancePath+"/uarts/" + i1+"/device",schemaPath:"#/properties/uarts/items/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.device.type,parentSchema:schema46.properties.uarts.items.properties.device,data:data15};
+const err35 = {instancePath:instancePath+"/uarts/" + i1+"/device",schemaPath:"#/properties/uarts/items/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.device.type,parentSchema:schema55.properties.uarts.items.properties.device,data:data15};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -7227,7 +8248,7 @@ const len2 = data16.length;
 for(let i2=0; i2<len2; i2++){
 let data17 = data16[i2];
 if(typeof data17 !== "string"){
-const err36 = {instancePath:instancePath+"/uarts/" + i1+"/aliases/" + i2,schemaPath:"#/properties/uarts/items/properties/aliases/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.aliases.items.type,parentSchema:schema46.properties.uarts.items.properties.aliases.items,data:data17};
+const err36 = {instancePath:instancePath+"/uarts/" + i1+"/aliases/" + i2,schemaPath:"#/properties/uarts/items/properties/aliases/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.aliases.items.type,parentSchema:schema55.properties.uarts.items.properties.aliases.items,data:data17};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -7239,7 +8260,7 @@ errors++;
 }
 }
 else {
-const err37 = {instancePath:instancePath+"/uarts/" + i1+"/aliases",schemaPath:"#/properties/uarts/items/properties/aliases/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.uarts.items.properties.aliases.type,parentSchema:schema46.properties.uarts.items.properties.aliases,data:data16};
+const err37 = {instancePath:instancePath+"/uarts/" + i1+"/aliases",schemaPath:"#/properties/uarts/items/properties/aliases/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.uarts.items.properties.aliases.type,parentSchema:schema55.properties.uarts.items.properties.aliases,data:data16};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -7252,7 +8273,7 @@ errors++;
 if(data13.tx !== undefined){
 let data18 = data13.tx;
 if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
-const err38 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.tx.type,parentSchema:schema46.properties.uarts.items.properties.tx,data:data18};
+const err38 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.tx.type,parentSchema:schema55.properties.uarts.items.properties.tx,data:data18};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -7263,7 +8284,7 @@ errors++;
 }
 if((typeof data18 == "number") && (isFinite(data18))){
 if(data18 < 0 || isNaN(data18)){
-const err39 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.tx,data:data18};
+const err39 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.tx,data:data18};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -7277,7 +8298,7 @@ errors++;
 if(data13.rx !== undefined){
 let data19 = data13.rx;
 if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err40 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.rx.type,parentSchema:schema46.properties.uarts.items.properties.rx,data:data19};
+const err40 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.rx.type,parentSchema:schema55.properties.uarts.items.properties.rx,data:data19};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -7288,7 +8309,7 @@ errors++;
 }
 if((typeof data19 == "number") && (isFinite(data19))){
 if(data19 < 0 || isNaN(data19)){
-const err41 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.rx,data:data19};
+const err41 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.rx,data:data19};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -7302,7 +8323,7 @@ errors++;
 if(data13.cts !== undefined){
 let data20 = data13.cts;
 if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err42 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.cts.type,parentSchema:schema46.properties.uarts.items.properties.cts,data:data20};
+const err42 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.cts.type,parentSchema:schema55.properties.uarts.items.properties.cts,data:data20};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -7313,7 +8334,7 @@ errors++;
 }
 if((typeof data20 == "number") && (isFinite(data20))){
 if(data20 < 0 || isNaN(data20)){
-const err43 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.cts,data:data20};
+const err43 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.cts,data:data20};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -7327,7 +8348,7 @@ errors++;
 if(data13.rts !== undefined){
 let data21 = data13.rts;
 if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err44 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.uarts.items.properties.rts.type,parentSchema:schema46.properties.uarts.items.properties.rts,data:data21};
+const err44 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.rts.type,parentSchema:schema55.properties.uarts.items.properties.rts,data:data21};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -7338,7 +8359,7 @@ errors++;
 }
 if((typeof data21 == "number") && (isFinite(data21))){
 if(data21 < 0 || isNaN(data21)){
-const err45 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.uarts.items.properties.rts,data:data21};
+const err45 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.rts,data:data21};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -7356,7 +8377,7 @@ const len3 = data22.length;
 for(let i3=0; i3<len3; i3++){
 let data23 = data22[i3];
 if(typeof data23 !== "string"){
-const err46 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt/" + i3,schemaPath:"#/properties/uarts/items/properties/config_txt/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.config_txt.items.type,parentSchema:schema46.properties.uarts.items.properties.config_txt.items,data:data23};
+const err46 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt/" + i3,schemaPath:"#/properties/uarts/items/properties/config_txt/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.config_txt.items.type,parentSchema:schema55.properties.uarts.items.properties.config_txt.items,data:data23};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -7368,7 +8389,7 @@ errors++;
 }
 }
 else {
-const err47 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt",schemaPath:"#/properties/uarts/items/properties/config_txt/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.uarts.items.properties.config_txt.type,parentSchema:schema46.properties.uarts.items.properties.config_txt,data:data22};
+const err47 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt",schemaPath:"#/properties/uarts/items/properties/config_txt/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.uarts.items.properties.config_txt.type,parentSchema:schema55.properties.uarts.items.properties.config_txt,data:data22};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -7381,7 +8402,7 @@ errors++;
 if(data13.notes !== undefined){
 let data24 = data13.notes;
 if(typeof data24 !== "string"){
-const err48 = {instancePath:instancePath+"/uarts/" + i1+"/notes",schemaPath:"#/properties/uarts/items/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.uarts.items.properties.notes.type,parentSchema:schema46.properties.uarts.items.properties.notes,data:data24};
+const err48 = {instancePath:instancePath+"/uarts/" + i1+"/notes",schemaPath:"#/properties/uarts/items/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.notes.type,parentSchema:schema55.properties.uarts.items.properties.notes,data:data24};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -7393,7 +8414,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.uarts.items.type,parentSchema:schema46.properties.uarts.items,data:data13};
+const err49 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.uarts.items.type,parentSchema:schema55.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -7405,7 +8426,7 @@ errors++;
 }
 }
 else {
-const err50 = {instancePath:instancePath+"/uarts",schemaPath:"#/properties/uarts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.uarts.type,parentSchema:schema46.properties.uarts,data:data12};
+const err50 = {instancePath:instancePath+"/uarts",schemaPath:"#/properties/uarts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.uarts.type,parentSchema:schema55.properties.uarts,data:data12};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -7423,7 +8444,7 @@ for(let i4=0; i4<len4; i4++){
 let data26 = data25[i4];
 if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
 if(data26.pins === undefined){
-const err51 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "pins"},message:"must have required property '"+"pins"+"'",schema:schema46.properties.reserved.items.required,parentSchema:schema46.properties.reserved.items,data:data26};
+const err51 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "pins"},message:"must have required property '"+"pins"+"'",schema:schema55.properties.reserved.items.required,parentSchema:schema55.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -7433,7 +8454,7 @@ vErrors.push(err51);
 errors++;
 }
 if(data26.reason === undefined){
-const err52 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema46.properties.reserved.items.required,parentSchema:schema46.properties.reserved.items,data:data26};
+const err52 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema55.properties.reserved.items.required,parentSchema:schema55.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -7444,7 +8465,7 @@ errors++;
 }
 for(const key5 in data26){
 if(!((key5 === "pins") || (key5 === "reason"))){
-const err53 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema46.properties.reserved.items,data:data26};
+const err53 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema55.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -7461,7 +8482,7 @@ const len5 = data27.length;
 for(let i5=0; i5<len5; i5++){
 let data28 = data27[i5];
 if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err54 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.properties.reserved.items.properties.pins.items.type,parentSchema:schema46.properties.reserved.items.properties.pins.items,data:data28};
+const err54 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.reserved.items.properties.pins.items.type,parentSchema:schema55.properties.reserved.items.properties.pins.items,data:data28};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -7472,7 +8493,7 @@ errors++;
 }
 if((typeof data28 == "number") && (isFinite(data28))){
 if(data28 < 0 || isNaN(data28)){
-const err55 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.properties.reserved.items.properties.pins.items,data:data28};
+const err55 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.reserved.items.properties.pins.items,data:data28};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -7485,7 +8506,7 @@ errors++;
 }
 }
 else {
-const err56 = {instancePath:instancePath+"/reserved/" + i4+"/pins",schemaPath:"#/properties/reserved/items/properties/pins/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.reserved.items.properties.pins.type,parentSchema:schema46.properties.reserved.items.properties.pins,data:data27};
+const err56 = {instancePath:instancePath+"/reserved/" + i4+"/pins",schemaPath:"#/properties/reserved/items/properties/pins/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.reserved.items.properties.pins.type,parentSchema:schema55.properties.reserved.items.properties.pins,data:data27};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -7498,7 +8519,7 @@ errors++;
 if(data26.reason !== undefined){
 let data29 = data26.reason;
 if(typeof data29 !== "string"){
-const err57 = {instancePath:instancePath+"/reserved/" + i4+"/reason",schemaPath:"#/properties/reserved/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.reserved.items.properties.reason.type,parentSchema:schema46.properties.reserved.items.properties.reason,data:data29};
+const err57 = {instancePath:instancePath+"/reserved/" + i4+"/reason",schemaPath:"#/properties/reserved/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.reserved.items.properties.reason.type,parentSchema:schema55.properties.reserved.items.properties.reason,data:data29};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -7510,7 +8531,7 @@ errors++;
 }
 }
 else {
-const err58 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.properties.reserved.items.type,parentSchema:schema46.properties.reserved.items,data:data26};
+const err58 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.reserved.items.type,parentSchema:schema55.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -7522,7 +8543,7 @@ errors++;
 }
 }
 else {
-const err59 = {instancePath:instancePath+"/reserved",schemaPath:"#/properties/reserved/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.reserved.type,parentSchema:schema46.properties.reserved,data:data25};
+const err59 = {instancePath:instancePath+"/reserved",schemaPath:"#/properties/reserved/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.reserved.type,parentSchema:schema55.properties.reserved,data:data25};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -7539,7 +8560,7 @@ const len6 = data30.length;
 for(let i6=0; i6<len6; i6++){
 let data31 = data30[i6];
 if(typeof data31 !== "string"){
-const err60 = {instancePath:instancePath+"/notes/" + i6,schemaPath:"#/properties/notes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.properties.notes.items.type,parentSchema:schema46.properties.notes.items,data:data31};
+const err60 = {instancePath:instancePath+"/notes/" + i6,schemaPath:"#/properties/notes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.notes.items.type,parentSchema:schema55.properties.notes.items,data:data31};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -7551,7 +8572,7 @@ errors++;
 }
 }
 else {
-const err61 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.properties.notes.type,parentSchema:schema46.properties.notes,data:data30};
+const err61 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.notes.type,parentSchema:schema55.properties.notes,data:data30};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -7563,7 +8584,7 @@ errors++;
 }
 }
 else {
-const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
+const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.type,parentSchema:schema55,data};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -7572,19 +8593,19 @@ vErrors.push(err62);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const condition0 = validate27;
-const schema47 = {"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]};
+export const condition0 = validate32;
+const schema56 = {"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]};
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema47.required,parentSchema:schema47,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7596,7 +8617,7 @@ errors++;
 if(data.driver !== undefined){
 let data0 = data.driver;
 if("simulator" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "simulator"},message:"must be equal to constant",schema:"simulator",parentSchema:schema47.properties.driver,data:data0};
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "simulator"},message:"must be equal to constant",schema:"simulator",parentSchema:schema56.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7608,232 +8629,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema47.type,parentSchema:schema47,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate27.errors = vErrors;
-return errors === 0;
-}
-
-export const condition1 = validate28;
-const schema48 = {"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]};
-
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema48.required,parentSchema:schema48,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.driver !== undefined){
-let data0 = data.driver;
-if("modbus-rtu" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-rtu"},message:"must be equal to constant",schema:"modbus-rtu",parentSchema:schema48.properties.driver,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate28.errors = vErrors;
-return errors === 0;
-}
-
-export const condition2 = validate29;
-const schema49 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
-
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema49.required,parentSchema:schema49,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.driver !== undefined){
-let data0 = data.driver;
-if("modbus-tcp" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema49.properties.driver,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.type,parentSchema:schema49,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate29.errors = vErrors;
-return errors === 0;
-}
-
-export const condition3 = validate30;
-const schema50 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
-
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema50.required,parentSchema:schema50,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.driver !== undefined){
-let data0 = data.driver;
-if("gpio" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema50.properties.driver,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema50.type,parentSchema:schema50,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate30.errors = vErrors;
-return errors === 0;
-}
-
-export const condition4 = validate31;
-const schema51 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
-
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema51.required,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("constant" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema51.properties.fn,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema51.type,parentSchema:schema51,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate31.errors = vErrors;
-return errors === 0;
-}
-
-export const condition5 = validate32;
-const schema52 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
-
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema52.required,parentSchema:schema52,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("sine" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema52.properties.fn,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema52.type,parentSchema:schema52,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.type,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7846,15 +8642,15 @@ validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const condition6 = validate33;
-const schema53 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+export const condition1 = validate33;
+const schema57 = {"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema53.required,parentSchema:schema53,data};
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema57.required,parentSchema:schema57,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7863,10 +8659,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("random_walk" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema53.properties.fn,data:data0};
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("modbus-rtu" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-rtu"},message:"must be equal to constant",schema:"modbus-rtu",parentSchema:schema57.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7878,7 +8674,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema53.type,parentSchema:schema53,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema57.type,parentSchema:schema57,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7891,15 +8687,15 @@ validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const condition7 = validate34;
-const schema54 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+export const condition2 = validate34;
+const schema58 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema54.required,parentSchema:schema54,data};
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema58.required,parentSchema:schema58,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7908,10 +8704,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("counter" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema54.properties.fn,data:data0};
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("modbus-tcp" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema58.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7923,7 +8719,7 @@ errors++;
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema54.type,parentSchema:schema54,data};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema58.type,parentSchema:schema58,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7936,13 +8732,330 @@ validate34.errors = vErrors;
 return errors === 0;
 }
 
+export const condition3 = validate35;
+const schema59 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
+
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema59.required,parentSchema:schema59,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("gpio" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema59.properties.driver,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema59.type,parentSchema:schema59,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate35.errors = vErrors;
+return errors === 0;
+}
+
+export const condition4 = validate36;
+const schema60 = {"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]};
+
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.transport === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema60.required,parentSchema:schema60,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.transport !== undefined){
+let data0 = data.transport;
+if("tcp" !== data0){
+const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "tcp"},message:"must be equal to constant",schema:"tcp",parentSchema:schema60.properties.transport,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema60.type,parentSchema:schema60,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+
+export const condition5 = validate37;
+const schema61 = {"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]};
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.transport === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema61.required,parentSchema:schema61,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.transport !== undefined){
+let data0 = data.transport;
+if("rtu" !== data0){
+const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "rtu"},message:"must be equal to constant",schema:"rtu",parentSchema:schema61.properties.transport,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema61.type,parentSchema:schema61,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+
+export const condition6 = validate38;
+const schema62 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema62.required,parentSchema:schema62,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("constant" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema62.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema62.type,parentSchema:schema62,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+
+export const condition7 = validate39;
+const schema63 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
+
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema63.required,parentSchema:schema63,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("sine" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema63.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema63.type,parentSchema:schema63,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate39.errors = vErrors;
+return errors === 0;
+}
+
+export const condition8 = validate40;
+const schema64 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema64.required,parentSchema:schema64,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("random_walk" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema64.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema64.type,parentSchema:schema64,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+
+export const condition9 = validate41;
+const schema65 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema65.required,parentSchema:schema65,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("counter" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema65.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema65.type,parentSchema:schema65,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+
 export const conditions = {
   "/definitions/bus/allOf/0/if": condition0,
   "/definitions/bus/allOf/1/if": condition1,
   "/definitions/bus/allOf/2/if": condition2,
   "/definitions/bus/allOf/3/if": condition3,
-  "/definitions/sim_point/allOf/0/if": condition4,
-  "/definitions/sim_point/allOf/1/if": condition5,
-  "/definitions/sim_point/allOf/2/if": condition6,
-  "/definitions/sim_point/allOf/3/if": condition7,
+  "/definitions/server/allOf/0/if": condition4,
+  "/definitions/server/allOf/1/if": condition5,
+  "/definitions/sim_point/allOf/0/if": condition6,
+  "/definitions/sim_point/allOf/1/if": condition7,
+  "/definitions/sim_point/allOf/2/if": condition8,
+  "/definitions/sim_point/allOf/3/if": condition9,
 };

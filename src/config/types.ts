@@ -242,8 +242,50 @@ export interface GatewayConfig {
   /** Library (board/models/*.json) and inline models merged, by name; `name` defaults to the key. */
   models: Record<string, ModelConfig>;
   devices: DeviceConfig[];
+  servers: ServerConfig[];
   system: SystemConfig;
 }
+
+/** One unit id of a Modbus server: a device's own registers, or (not served yet) a persona. */
+export interface ServerUnitConfig {
+  unit: number;
+  device?: string;
+  writes: boolean;
+  /** ms; absent: the server's. */
+  max_age?: number;
+  persona?: string;
+  bind?: Record<string, unknown>;
+}
+
+interface ServerCommon {
+  id: string;
+  /** ms */
+  max_age: number;
+  units: ServerUnitConfig[];
+  diagnostic_unit?: number;
+}
+
+/** A Modbus TCP server ("the front door"). */
+export interface TcpServerConfig extends ServerCommon {
+  transport: 'tcp';
+  host: string;
+  port: number;
+  allow: string[];
+  max_clients: number;
+  /** Bus reads and writes per second per connection. */
+  miss_rate: number;
+}
+
+export interface RtuServerConfig extends ServerCommon {
+  transport: 'rtu';
+  port: string;
+  baud_rate: number;
+  parity: 'none' | 'even' | 'odd';
+  data_bits: 7 | 8;
+  stop_bits: 1 | 2;
+}
+
+export type ServerConfig = TcpServerConfig | RtuServerConfig;
 
 /** A device with its model resolved: what a driver is handed. */
 export interface ResolvedDevice {

@@ -65,8 +65,36 @@ export interface Driver extends Lifecycle {
   check?(deviceId: string, values: readonly PointWrite[]): void;
   /** Sends the writes (one batch, contiguous registers as one request where the protocol allows). */
   write(deviceId: string, values: readonly PointWrite[]): Promise<void>;
+  /** Raw register access for the Modbus server (Modbus drivers only). */
+  readonly raw?: RawModbusAccess;
   /** Driver metrics for health/stats (requests, timeouts, RTT, queue depth, …). */
   stats?(): Record<string, unknown>;
+}
+
+/** One request a Modbus server forwards as it came (the same shapes as the wire's). */
+export type RawRequest =
+  | { fc: 1 | 2 | 3 | 4; address: number; count: number }
+  | { fc: 5; address: number; value: boolean }
+  | { fc: 6; address: number; value: number }
+  | { fc: 15; address: number; values: boolean[] }
+  | { fc: 16; address: number; values: number[] };
+
+/**
+ * Raw register access to a Modbus bus's devices for the Modbus server (the "front door"): reads answered
+ * from the image of the last poll when young enough, else through the bus owner's queue; writes sent once.
+ * Errors are GatewayErrors; a device's exception answer carries its code as `exception`.
+ */
+export interface RawModbusAccess {
+  /** Whether this bus serves the device. */
+  has(deviceId: string): boolean;
+  /** The range from the last poll when every register is younger than `maxAgeMs` and of one cycle; else null. */
+  peek(deviceId: string, req: Extract<RawRequest, { count: number }>, maxAgeMs: number): number[] | boolean[] | null;
+  /** `hit`: answered from the image without a frame on the bus. */
+  read(deviceId: string, req: Extract<RawRequest, { count: number }>, maxAgeMs: number): Promise<{ data: number[] | boolean[]; hit: boolean }>;
+  /** Sent exactly once (never retried); resolves when the device confirmed it. */
+  write(deviceId: string, req: Exclude<RawRequest, { count: number }>): Promise<void>;
+  /** Online (not backed off) and the age of its newest raw read, ms (null: none yet). */
+  state(deviceId: string): { online: boolean; ageMs: number | null };
 }
 
 export type DriverFactory = (bus: BusConfig, devices: readonly ResolvedDevice[], ctx: DriverContext) => Driver;

@@ -17,7 +17,7 @@ import type { BusesPart } from './buses.js';
 import type { ConfigStore } from './config-store.js';
 
 /** Sections a running gateway cannot take without a restart (ports, data dir, table size, MQTT, history). */
-const RESTART_SECTIONS = ['gateway', 'http', 'mqtt', 'shadow', 'history', 'export'] as const;
+const RESTART_SECTIONS = ['gateway', 'http', 'mqtt', 'shadow', 'history', 'export', 'servers'] as const;
 /** What `buses.apply` takes live; a gpio board change restarts the gpio buses only. */
 const LIVE_GATEWAY_KEYS = new Set(['board', 'log_level']);
 

@@ -40,7 +40,9 @@ test('the unit walk evaluates every if of schema.json and follows every x-unit',
   const schema = JSON.parse(readFileSync(`${REPO}src/config/schema.json`, 'utf8')) as Record<string, unknown>;
   const { conditions, problems } = analyseSchema(schema);
   assert.equal(problems, []);
-  assert.equal(conditions, [0, 1, 2, 3].map((i) => `/definitions/bus/allOf/${i}/if`).concat([0, 1, 2, 3].map((i) => `/definitions/sim_point/allOf/${i}/if`)));
+  assert.equal(conditions, [0, 1, 2, 3].map((i) => `/definitions/bus/allOf/${i}/if`)
+    .concat([0, 1].map((i) => `/definitions/server/allOf/${i}/if`))
+    .concat([0, 1, 2, 3].map((i) => `/definitions/sim_point/allOf/${i}/if`)));
 });
 
 test('a schema with an x-unit the walk would miss is refused', () => {

@@ -61,7 +61,8 @@ export class Rig {
   private socat: ChildProcess | null = null;
   private slave: ChildProcess | null = null;
 
-  constructor(private readonly units: string, private readonly rtu = true) {}
+  /** `extra`: more slave.py arguments (--count FILE, --write-delay S). */
+  constructor(private readonly units: string, private readonly rtu = true, private readonly extra: readonly string[] = []) {}
 
   async start(): Promise<void> {
     this.tcpPort = await freePort();
@@ -77,6 +78,7 @@ export class Rig {
   private async startSlave(): Promise<void> {
     const args = [SLAVE, '--units', this.units, '--tcp', String(this.tcpPort)];
     if (this.rtu) args.push('--rtu', this.slavePath);
+    args.push(...this.extra);
     const child = spawn(PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.slave = child;
     let out = '';

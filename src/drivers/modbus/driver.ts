@@ -15,6 +15,8 @@ import { READ_FC, type ModbusTransport } from './transport.js';
 import { scanUnits } from './link.js';
 import { executeWrites, planWrites } from './writer.js';
 import { placeSunspecPoints, walkSunspec } from './sunspec.js';
+import { RawImage } from './raw-image.js';
+import { createRawAccess } from './raw-access.js';
 
 const sunspecPending = (d: CompiledDevice): GatewayError =>
   new GatewayError('SUNSPEC_PENDING', `the SunSpec map of ${d.id} is not found yet (no answer from unit ${d.unit} so far)`);
@@ -39,6 +41,19 @@ export interface ModbusDriverParts {
   tuning?: ModbusTuning;
 }
 
+/**
+ * Registers the raw image may hold: twice what the plans read and the points span (a replan after an
+ * exception, a SunSpec map placed later), plus a little for a device with an empty plan.
+ */
+function imageCapacity(devices: Iterable<CompiledDevice>): number {
+  let n = 256;
+  for (const d of devices) {
+    for (const g of d.groups) for (const r of g.requests) n += 2 * r.count;
+    for (const p of d.points.values()) n += 2 * p.width;
+  }
+  return n;
+}
+
 export function createModbusDriver(parts: ModbusDriverParts): Driver {
   const { bus, ctx, transport, tuning = {} } = parts;
   const log = ctx.log.child({ bus: bus.id, driver: bus.driver });
@@ -59,7 +74,11 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     devices.set(d.config.id, compileDevice(d, parts.plan, health));
     sources.set(d.config.id, d);
   }
-  const poller = new Poller([...devices.values()], owner, { retries: parts.retries, timeoutMs: parts.owner.timeoutMs, sink: ctx.sink, clock: ctx.clock, log });
+  const image = new RawImage(imageCapacity(devices.values()));
+  const poller = new Poller([...devices.values()], owner, {
+    retries: parts.retries, timeoutMs: parts.owner.timeoutMs, sink: ctx.sink, clock: ctx.clock, log,
+    onRaw: (unit, table, address, data, cycle, at) => image.put(unit, table, address, data, cycle, at),
+  });
 
   const device = (id: string): CompiledDevice => {
     const d = devices.get(id);
@@ -119,11 +138,16 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     for (const p of points) if (p.scaleFactor !== undefined && p.scaleFactor in constants) values[p.scaleFactor] = constants[p.scaleFactor]!;
     return values;
   };
+  const raw = createRawAccess({
+    owner, image, clock: ctx.clock, sink: ctx.sink, retries: parts.retries,
+    device: (id) => devices.get(id), guard, track, readPoints,
+  });
   /** Identical reads in flight share one request (ten dashboards asking for the same point cost one). */
   const inflight = new Map<string, Promise<Record<string, RawValue>>>();
 
   return {
     busId: bus.id,
+    raw,
 
     async start() {
       for (const d of devices.values()) {
@@ -142,8 +166,10 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       const wanted = new Map(next.map((d) => [d.config.id, d]));
       for (const id of [...devices.keys()]) {
         if (wanted.get(id) === sources.get(id)) continue;
+        const gone = devices.get(id);
         devices.delete(id);
         sources.delete(id);
+        if (gone && ![...devices.values()].some((o) => o.unit === gone.unit)) image.clear(gone.unit);
       }
       for (const [id, d] of wanted) {
         if (devices.has(id)) continue;
@@ -152,6 +178,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
         devices.set(id, compiled);
         sources.set(id, d);
       }
+      image.setCapacity(imageCapacity(devices.values()));
       poller.setDevices([...devices.values()]);
     },
 
@@ -231,6 +258,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
           reopens: Math.max(0, t.opens - 1),
           lastRttMs: t.lastRttMs,
           queueDepth: owner.queueDepth,
+          rawImageBytes: image.bytes,
           lastError: t.lastError,
           degradedDevices: degraded,
         },

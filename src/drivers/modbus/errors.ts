@@ -5,6 +5,13 @@ import { WireGarbled, WireTimeout } from './transport.js';
 
 export type FailureKind = 'timeout' | 'exception' | 'crc' | 'io';
 
+/** A Modbus exception answer; `exception` keeps the device's code (the Modbus server passes it through). */
+export class ModbusExceptionError extends GatewayError {
+  constructor(readonly exception: number, unit: number) {
+    super('MODBUS_EXCEPTION', exceptionMessage(exception, unit));
+  }
+}
+
 export interface ClassifiedError {
   kind: FailureKind;
   error: GatewayError;
@@ -22,7 +29,7 @@ export function classify(err: unknown, unit: number, where: string): ClassifiedE
   }
   const e = err as { modbusCode?: number; message?: string };
   if (typeof e?.modbusCode === 'number') {
-    return { kind: 'exception', code: e.modbusCode, error: new GatewayError('MODBUS_EXCEPTION', exceptionMessage(e.modbusCode, unit)) };
+    return { kind: 'exception', code: e.modbusCode, error: new ModbusExceptionError(e.modbusCode, unit) };
   }
   const message = String(e?.message ?? err);
   // A garbled frame (noise, wrong baud rate, two masters): modbus-serial says 'CRC error' or 'Data length error'.

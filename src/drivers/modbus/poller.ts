@@ -12,6 +12,7 @@ import { GatewayError, isGatewayError } from '../../core/errors.js';
 import { LinkDownError, PRIORITY, type BusOwner } from './bus-owner.js';
 import { decodeResponse, planGroup, type CompiledDevice, type PollGroup } from './device-plan.js';
 import { READ_FC } from './transport.js';
+import type { ModbusTable } from '../../protocol/modbus/address.js';
 import { chainHolds, placeSunspecPoints, unplaceSunspec, walkSunspec } from './sunspec.js';
 
 export interface PollerOptions {
@@ -21,6 +22,11 @@ export interface PollerOptions {
   sink: DataSink;
   clock: Clock;
   log: Logger;
+  /**
+   * Each planned read's answer as the device sent it, with its group cycle (one number per cycle of one
+   * group) and the monotonic time it came: the raw image the Modbus server answers from.
+   */
+  onRaw?(unit: number, table: ModbusTable, address: number, data: readonly (number | boolean)[], cycle: number, at: number): void;
 }
 
 /**
@@ -38,6 +44,7 @@ export class Poller {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private readonly running = new Set<Promise<void>>();
+  private cycles = 0;
 
   constructor(private devices: readonly CompiledDevice[], private readonly bus: BusOwner, private readonly options: PollerOptions) {}
 
@@ -140,6 +147,7 @@ export class Poller {
     group.running = true;
     const due = group.nextDue;
     const start = clock.mono();
+    const cycle = ++this.cycles;
     const values: Record<string, RawValue> = {};
     let read = false;
     let moved = false;
@@ -159,6 +167,7 @@ export class Poller {
             moved = true; // another model where a placed one began: nothing this cycle read is published
             break;
           }
+          this.options.onRaw?.(device.unit, request.table, request.address, data as (number | boolean)[], cycle, clock.mono());
           Object.assign(values, decoded);
           read = true;
         } catch (err) {

@@ -1,0 +1,75 @@
+/**
+ * One client connection of a Modbus TCP server. Requests may be pipelined; they are answered strictly in
+ * the order they came (a hit behind a slow miss waits for it), each with its own transaction id and unit,
+ * so a client matching answers by position (many PLCs and simple libraries do) and one matching by id
+ * both see the right answer. At most MAX_PIPELINE requests are open per connection: past that the socket
+ * is paused (TCP flow control holds the client back) until answers go out, so memory stays bounded.
+ * A stream that is not Modbus (bad protocol id or length) is closed: its framing cannot be found again.
+ */
+import type { Socket } from 'node:net';
+import { MbapParser, encodeMbap, type MbapFrame } from '../../protocol/modbus/mbap.js';
+
+export const MAX_PIPELINE = 16;
+
+interface Slot {
+  tid: number;
+  unit: number;
+  answer: Uint8Array | null;
+}
+
+export class DoorConnection {
+  private readonly parser = new MbapParser();
+  private readonly slots: Slot[] = [];
+  private closed = false;
+  readonly key: string;
+  readonly address: string;
+
+  constructor(private readonly socket: Socket, private readonly handle: (frame: MbapFrame) => Promise<Uint8Array>, private readonly onClose: () => void) {
+    this.address = normalizeAddress(socket.remoteAddress ?? '');
+    this.key = `${this.address}:${socket.remotePort ?? 0}`;
+    socket.setNoDelay(true);
+    // No idle timeout: a client polling once a minute must not race one. Keepalive finds dead peers.
+    socket.setKeepAlive(true, 30_000);
+    socket.on('data', (chunk: Buffer) => this.take(chunk));
+    socket.on('error', () => {}); // a reset by the peer ends up in 'close'
+    socket.on('close', () => {
+      this.closed = true;
+      this.onClose();
+    });
+  }
+
+  get open(): number {
+    return this.slots.length;
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private take(chunk: Buffer): void {
+    const { frames, error } = this.parser.push(chunk);
+    for (const frame of frames) this.start(frame);
+    if (error) this.socket.destroy();
+  }
+
+  private start(frame: MbapFrame): void {
+    const slot: Slot = { tid: frame.tid, unit: frame.unit, answer: null };
+    this.slots.push(slot);
+    if (this.slots.length >= MAX_PIPELINE) this.socket.pause();
+    void this.handle(frame).then((pdu) => {
+      slot.answer = pdu;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.slots.length > 0 && this.slots[0]!.answer) {
+      const slot = this.slots.shift()!;
+      if (!this.closed) this.socket.write(encodeMbap(slot.tid, slot.unit, slot.answer!));
+    }
+    if (this.slots.length < MAX_PIPELINE && !this.closed) this.socket.resume();
+  }
+}
+
+/** `::ffff:192.168.1.5` (an IPv4 client on a dual-stack socket) is `192.168.1.5`. */
+export const normalizeAddress = (address: string): string => address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');

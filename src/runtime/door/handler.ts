@@ -1,0 +1,130 @@
+/**
+ * What a Modbus server answers to one request. Never silence and never a closed socket for a device
+ * problem: an unmapped unit is exception 0x0A at once; a device that does not answer 0x0B (after the bus's
+ * timeout and retries, at once while its backoff lasts); a device's own exception is passed through; a
+ * client over its bus budget, or a bus queue that is full, 0x06; a write to a unit without `writes` 0x01
+ * and nothing on the bus. Reads young enough in the last poll are answered without the bus and cost no budget.
+ */
+import type { Clock } from '../../core/clock.js';
+import { isGatewayError } from '../../core/errors.js';
+import { LinkDownError } from '../../drivers/modbus/bus-owner.js';
+import { ModbusExceptionError } from '../../drivers/modbus/errors.js';
+import type { RawModbusAccess } from '../../drivers/types.js';
+import type { MbapFrame } from '../../protocol/modbus/mbap.js';
+import { EXCEPTION, decodeRequest, encodeBits, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
+import type { Figures } from './figures.js';
+
+/** Bus requests (misses, writes) of one connection waiting at once; one more is answered 0x06. */
+export const MAX_WAITING_PER_CLIENT = 8;
+
+export interface DeviceUnit {
+  unit: number;
+  device: string;
+  writes: boolean;
+  maxAgeMs: number;
+}
+
+export interface HandlerParts {
+  units: ReadonlyMap<number, DeviceUnit>;
+  diagnosticUnit?: number;
+  /** The running bus's raw access for a device; undefined when its bus is not a running Modbus bus. */
+  access(deviceId: string): RawModbusAccess | undefined;
+  clock: Clock;
+  figures: Figures;
+}
+
+/** A connection's bus budget: a token bucket (`rate` per second, one second's worth of burst) and a cap on waiting requests. */
+export class Budget {
+  private tokens: number;
+  private last: number;
+  waiting = 0;
+
+  constructor(private readonly rate: number, now: number) {
+    this.tokens = Math.max(1, rate);
+    this.last = now;
+  }
+
+  take(now: number): boolean {
+    this.tokens = Math.min(Math.max(1, this.rate), this.tokens + ((now - this.last) / 1000) * this.rate);
+    this.last = now;
+    if (this.waiting >= MAX_WAITING_PER_CLIENT || this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/** The exception a failed bus request becomes. */
+export function exceptionFor(err: unknown): number {
+  if (err instanceof ModbusExceptionError) return err.exception;
+  if (err instanceof LinkDownError) return EXCEPTION.pathUnavailable;
+  if (!isGatewayError(err)) return EXCEPTION.deviceFailure;
+  switch (err.code) {
+    case 'BUS_BUSY': return EXCEPTION.busy;
+    case 'UNKNOWN_DEVICE': return EXCEPTION.pathUnavailable;
+    case 'DRIVER_TIMEOUT': case 'UNIT_BACKED_OFF': case 'DRIVER_ERROR': return EXCEPTION.targetFailed;
+    default: return EXCEPTION.deviceFailure;
+  }
+}
+
+export function createHandler(parts: HandlerParts): (frame: MbapFrame, client: string, budget: Budget) => Promise<Uint8Array> {
+  const { figures, clock } = parts;
+  const fail = (client: string, unit: number, fc: number, code: number): Uint8Array => {
+    figures.count(client, unit, { exception: code });
+    return encodeException(fc, code);
+  };
+
+  const diagnostic = (req: ServerRequest): Uint8Array | number => {
+    if (req.fc !== 3 && req.fc !== 4) return EXCEPTION.illegalFunction;
+    // Two registers per mapped unit in config order: online (1/0), age of its newest poll in s (0xFFFF: none).
+    const words: number[] = [];
+    for (const u of parts.units.values()) {
+      const state = (() => { try { return parts.access(u.device)?.state(u.device); } catch { return undefined; } })();
+      words.push(state?.online ? 1 : 0, state?.ageMs == null ? 0xffff : Math.min(0xfffe, Math.floor(state.ageMs / 1000)));
+    }
+    if (req.address + req.count > words.length) return EXCEPTION.illegalAddress;
+    return encodeRegisters(req.fc, words.slice(req.address, req.address + req.count));
+  };
+
+  return async (frame, client, budget) => {
+    const fc = frame.pdu[0] ?? 0;
+    const decoded = decodeRequest(frame.pdu);
+    if (!decoded.ok) return fail(client, frame.unit, fc, decoded.exception);
+    const req = decoded.req;
+    if (frame.unit === parts.diagnosticUnit) {
+      const answer = diagnostic(req);
+      if (typeof answer === 'number') return fail(client, frame.unit, fc, answer);
+      figures.count(client, frame.unit, 'hit');
+      return answer;
+    }
+    const unit = parts.units.get(frame.unit);
+    const access = unit ? parts.access(unit.device) : undefined;
+    if (!unit || !access?.has(unit.device)) return fail(client, frame.unit, fc, EXCEPTION.pathUnavailable);
+    const reading = req.fc <= 4;
+    if (!reading && !unit.writes) return fail(client, frame.unit, fc, EXCEPTION.illegalFunction);
+    try {
+      if ('count' in req) {
+        const cached = access.peek(unit.device, req, unit.maxAgeMs);
+        if (cached) {
+          figures.count(client, frame.unit, 'hit');
+          return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, cached as boolean[]) : encodeRegisters(req.fc as 3 | 4, cached as number[]);
+        }
+      }
+      if (!budget.take(clock.mono())) return fail(client, frame.unit, fc, EXCEPTION.busy);
+      budget.waiting++;
+      try {
+        if ('count' in req) {
+          const { data, hit } = await access.read(unit.device, req, unit.maxAgeMs);
+          figures.count(client, frame.unit, hit ? 'hit' : 'miss');
+          return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, data as boolean[]) : encodeRegisters(req.fc as 3 | 4, data as number[]);
+        }
+        await access.write(unit.device, req);
+        figures.count(client, frame.unit, 'write');
+        return encodeWriteAnswer(req);
+      } finally {
+        budget.waiting--;
+      }
+    } catch (err) {
+      return fail(client, frame.unit, fc, exceptionFor(err));
+    }
+  };
+}

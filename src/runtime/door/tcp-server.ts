@@ -1,0 +1,87 @@
+/**
+ * One Modbus TCP server ("front door"): a listener with at most `max_clients` connections, an optional
+ * allow-list of client addresses, TCP keepalive and no idle timeout; each connection has its own bus
+ * budget and pipeline (connection.ts), every request is answered by the handler.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { TcpServerConfig } from '../../config/types.js';
+import type { Clock } from '../../core/clock.js';
+import type { RawModbusAccess } from '../../drivers/types.js';
+import type { Logger } from '../../util/logger.js';
+import { DoorConnection, normalizeAddress } from './connection.js';
+import { Figures } from './figures.js';
+import { Budget, createHandler, type DeviceUnit } from './handler.js';
+
+export interface TcpDoorParts {
+  config: TcpServerConfig;
+  access(deviceId: string): RawModbusAccess | undefined;
+  clock: Clock;
+  log: Logger;
+}
+
+export class TcpDoor {
+  readonly figures = new Figures();
+  private server: Server | null = null;
+  private readonly connections = new Set<DoorConnection>();
+  private refused = 0;
+  port = 0;
+
+  constructor(private readonly parts: TcpDoorParts) {}
+
+  async start(): Promise<void> {
+    const { config, clock, log } = this.parts;
+    const units = new Map<number, DeviceUnit>();
+    for (const u of config.units) {
+      if (u.device === undefined) {
+        log.warn({ server: config.id, unit: u.unit }, 'persona units are not served by this build; the unit answers exception 0x0A');
+        continue;
+      }
+      units.set(u.unit, { unit: u.unit, device: u.device, writes: u.writes, maxAgeMs: u.max_age ?? config.max_age });
+    }
+    const handle = createHandler({
+      units, access: this.parts.access, clock, figures: this.figures,
+      ...(config.diagnostic_unit === undefined ? {} : { diagnosticUnit: config.diagnostic_unit }),
+    });
+    const allow = new Set(config.allow.map(normalizeAddress));
+    const server = createServer((socket: Socket) => {
+      const address = normalizeAddress(socket.remoteAddress ?? '');
+      if ((allow.size > 0 && !allow.has(address)) || this.connections.size >= config.max_clients) {
+        this.refused++;
+        log.warn({ server: config.id, client: address, open: this.connections.size }, allow.size > 0 && !allow.has(address) ? 'modbus client not in the allow list; closed' : 'modbus server full (max_clients); client closed');
+        socket.destroy();
+        return;
+      }
+      const budget = new Budget(config.miss_rate, clock.mono());
+      const conn: DoorConnection = new DoorConnection(socket, (frame) => handle(frame, address, budget), () => this.connections.delete(conn));
+      this.connections.add(conn);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: config.host, port: config.port }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.on('error', (err) => log.error({ server: config.id, err }, 'modbus server error'));
+    this.server = server;
+    this.port = (server.address() as { port: number }).port;
+    log.info({ server: config.id, host: config.host, port: this.port, units: [...units.keys()] }, 'modbus server listening');
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const c of this.connections) c.close();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  stats(): Record<string, unknown> {
+    // Exception codes stay in figures(): as a second numeric key under a unit they would clash in /metrics labels.
+    const { total, units } = this.figures.snapshot();
+    const plain = ({ codes: _codes, ...rest }: typeof total): Omit<typeof total, 'codes'> => rest;
+    return {
+      connections: this.connections.size, refused: this.refused, ...plain(total),
+      units: Object.fromEntries(Object.entries(units).map(([unit, c]) => [unit, plain(c)])),
+    };
+  }
+}

@@ -1,0 +1,36 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateConfig } from '../../src/config/load.js';
+import { modbusConfig, problemsOf } from './helpers.js';
+
+const points = [{ name: 'p', type: 'int', modbus: { table: 'holding', address: 0, data_type: 'uint16' } }];
+const withServers = (servers: unknown[]): Record<string, unknown> => ({ ...modbusConfig(points), servers });
+
+test('servers: the contract names load with their defaults and durations in ms', () => {
+  const config = validateConfig(withServers([{ id: 'door', transport: 'tcp', port: 1502, units: [{ unit: 1, device: 'm1' }, { unit: 10, device: 'm1', writes: true, max_age: '5s' }] }]), { env: {}, models: {} });
+  assert.equal(config.servers, [{
+    id: 'door', transport: 'tcp', host: '0.0.0.0', port: 1502, max_age: 2000, allow: [], max_clients: 64, miss_rate: 20,
+    units: [{ unit: 1, device: 'm1', writes: false }, { unit: 10, device: 'm1', writes: true, max_age: 5000 }],
+  }]);
+  assert.equal(validateConfig(modbusConfig(points), { env: {}, models: {} }).servers, []);
+});
+
+test('servers: duplicate unit ids, unknown devices, unit without a target, clashing endpoints are refused', () => {
+  const problems = problemsOf(withServers([
+    { id: 'door', transport: 'tcp', port: 1502, diagnostic_unit: 100, units: [{ unit: 1, device: 'm1' }, { unit: 1, device: 'nope' }, { unit: 3 }, { unit: 100, device: 'm1' }] },
+    { id: 'door', transport: 'tcp', port: 1502 },
+  ]));
+  assert.equal(problems.sort(), [
+    'servers[0].units[1].device: unknown device "nope" (known: m1)',
+    'servers[0].units[1].unit: unit 1 is already used by servers[0].units[0]',
+    'servers[0].units[2]: needs exactly one of "device" or "persona"',
+    'servers[0].units[3].unit: unit 100 is already used by servers[0].diagnostic_unit',
+    'servers[1].id: duplicate server id "door" (also servers[0])',
+    'servers[1].port: 0.0.0.0:1502 is already used by servers[0]',
+  ].sort());
+  assert.ok(problemsOf(withServers([{ id: 'd', transport: 'tcp', units: [{ unit: 0, device: 'm1' }] }])).some((p) => /units\[0\]\.unit/.test(p)), 'unit 0 is broadcast');
+  assert.ok(problemsOf(withServers([{ id: 'd', transport: 'udp' }])).length > 0);
+  assert.ok(problemsOf(withServers([{ id: 'd', transport: 'tcp', baud_rate: 9600 }])).length > 0, 'an RTU key on a TCP server');
+});
+
+test.run();

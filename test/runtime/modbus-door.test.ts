@@ -1,0 +1,266 @@
+/**
+ * The Modbus TCP server ("front door") in front of a real RTU bus: the pymodbus slave on a socat pty pair
+ * behind a running gateway, clients written from the spec over real TCP. The slave counts every request it
+ * gets (--count), so "frames on the bus" are counted where they land; its TCP port serves the same
+ * datastore, so a direct read there is the reference a door answer must equal byte for byte.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateConfig } from '../../src/config/load.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { freePort, Rig, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
+import { RawModbusClient, read, writeRegister, writeRegisters } from '../helpers/modbus-tcp-client.js';
+
+const why = rigUnavailable();
+if (why) console.log(`SKIP: Modbus door tests: ${why}`);
+
+let rig: Rig;
+let gw: Gateway;
+let dir: string;
+let port = 0;
+let countFile = '';
+const open: RawModbusClient[] = [];
+
+const model = {
+  limits: { max_registers: 60 },
+  points: [
+    { name: 'a', type: 'int', modbus: { table: 'holding', address: 0, data_type: 'int16' } },
+    { name: 'b', type: 'int', modbus: { table: 'holding', address: 1, data_type: 'uint16' } },
+    { name: 'c', type: 'int', modbus: { table: 'holding', address: 2, data_type: 'int32' } },
+    { name: 'f', type: 'float', modbus: { table: 'holding', address: 6, data_type: 'float32' } },
+    { name: 'voltage', type: 'float', modbus: { table: 'input', address: 0, data_type: 'float32' } },
+    { name: 'relay', type: 'int', modbus: { table: 'coil', address: 0, data_type: 'bool' } },
+  ],
+};
+
+/** Requests the slave got, by "unit:fc:address:count". */
+async function counts(): Promise<Record<string, number>> {
+  try {
+    return JSON.parse(await readFile(countFile, 'utf8')) as Record<string, number>;
+  } catch {
+    return {};
+  }
+}
+const sum = (c: Record<string, number>, match: (key: string) => boolean): number => Object.entries(c).filter(([k]) => match(k)).reduce((n, [, v]) => n + v, 0);
+
+async function client(): Promise<RawModbusClient> {
+  const c = await RawModbusClient.open(port);
+  open.push(c);
+  return c;
+}
+
+/** The slave's own answer over its TCP port (same datastore): the reference. */
+async function direct(unit: number, pdu: number[]): Promise<number[]> {
+  const c = await RawModbusClient.open(rig.tcpPort);
+  try {
+    return (await c.request(1, unit, pdu)).pdu;
+  } finally {
+    c.close();
+  }
+}
+
+test.before(async () => { try { await setup(); } catch (e) { console.error(e); throw e; } });
+async function setup(): Promise<void> {
+  if (why) return;
+  dir = await mkdtemp(path.join(os.tmpdir(), 'sg-door-'));
+  countFile = path.join(dir, 'counts.json');
+  rig = new Rig('1,5', true, ['--count', countFile, '--write-delay', '0.5']);
+  await rig.start();
+  port = await freePort();
+  const raw = {
+    gateway: { id: 'door', data_dir: dir, log_level: 'silent' },
+    http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '200ms', retries: 1 }],
+    models: { meter: model, sparse: { points: [{ name: 'x', type: 'float', modbus: { table: 'holding', address: 0, data_type: 'float32' } }] } },
+    devices: [
+      { id: 'm1', model: 'meter', bus: 'rs485', unit_id: 1, poll: '200ms' },
+      { id: 'm5', model: 'sparse', bus: 'rs485', unit_id: 5, poll: '1s' },
+      { id: 'ghost', model: 'sparse', bus: 'rs485', unit_id: 9, poll: '1s' },
+    ],
+    servers: [{
+      id: 'door', transport: 'tcp', host: '127.0.0.1', port, max_age: '2s', diagnostic_unit: 100,
+      units: [{ unit: 1, device: 'm1' }, { unit: 11, device: 'm1', writes: true }, { unit: 5, device: 'm5' }, { unit: 9, device: 'ghost' }],
+    }],
+  };
+  gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+  await waitFor('m1 polled', () => gw.shadow.GetDevicePoint('m1', 'b') === 50000, 5000);
+}
+
+test.after(async () => {
+  for (const c of open) c.close();
+  await gw?.stop();
+  await rig?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test('answers are byte-identical to the device: polled ranges from the image, others from the bus, a large read split at the model limit', async () => {
+  if (why) return;
+  const c = await client();
+  const before = await counts();
+  const cases: Array<[number, number[]]> = [
+    [1, read(3, 0, 8)], [1, read(3, 2, 2)], [1, read(4, 0, 2)], [1, read(1, 0, 1)], // polled
+    [1, read(3, 10, 14)], [1, read(2, 0, 19)], [1, read(1, 3, 21)], [5, read(3, 0, 4)], // not polled
+    [1, read(4, 100, 125)], // 125 registers of a model limited to 60: three frames
+  ];
+  let tid = 40;
+  const got: number[][] = [];
+  for (const [unit, pdu] of cases) {
+    const answer = await c.request(++tid, unit, pdu);
+    assert.equal([answer.tid, answer.unit], [tid, unit]);
+    got.push(answer.pdu);
+  }
+  const after = await counts(); // before the direct reads, which the slave counts too
+  assert.equal(['1:4:100:60', '1:4:160:60', '1:4:220:5'].map((k) => (after[k] ?? 0) - (before[k] ?? 0)), [1, 1, 1], JSON.stringify(after));
+  assert.is((after['1:3:2:2'] ?? 0) - (before['1:3:2:2'] ?? 0), 0, 'a sub-range of the poll never went to the bus');
+  for (const [i, [unit, pdu]] of cases.entries()) assert.equal(got[i], await direct(unit, pdu), `unit ${unit} ${pdu.join(',')}`);
+  const fig = gw.modbusServers.figures()['door']!;
+  assert.ok(fig.units['1']!.hits >= 4, JSON.stringify(fig.units['1']));
+});
+
+test('3 clients reading a polled range at 1 Hz add no frames beyond 5% of the polls', async () => {
+  if (why) return;
+  const clients = await Promise.all([client(), client(), client()]);
+  const before = await counts();
+  const pollKeys = new Set(Object.keys(before).filter((k) => k.startsWith('1:')));
+  const hitsBefore = gw.modbusServers.figures()['door']!.units['1']!.hits;
+  for (let round = 0; round < 3; round++) {
+    const answers = await Promise.all(clients.map((c, i) => c.request(round * 10 + i, 1, read(3, 1, 7))));
+    for (const a of answers) assert.is(a.pdu[0], 3);
+    await sleep(1000);
+  }
+  const after = await counts();
+  const polls = sum(after, (k) => pollKeys.has(k)) - sum(before, (k) => pollKeys.has(k));
+  const added = sum(after, (k) => k.startsWith('1:') && !pollKeys.has(k)) - sum(before, (k) => k.startsWith('1:') && !pollKeys.has(k));
+  assert.ok(polls >= 10, `the gateway kept polling (${polls} frames)`);
+  assert.ok(added <= polls * 0.05, `door added ${added} frames over ${polls} poll frames`);
+  assert.is(gw.modbusServers.figures()['door']!.units['1']!.hits - hitsBefore, 9);
+});
+
+test('5 concurrent identical reads of an unpolled range cost one frame and get one answer', async () => {
+  if (why) return;
+  const clients = await Promise.all(Array.from({ length: 5 }, () => client()));
+  const before = await counts();
+  const answers = await Promise.all(clients.map(async (c) => {
+    const a = await c.request(7, 1, read(4, 300, 50));
+    assert.is(a.tid, 7);
+    return a.pdu;
+  }));
+  const after = await counts();
+  assert.is((after['1:4:300:50'] ?? 0) - (before['1:4:300:50'] ?? 0), 1);
+  const reference = await direct(1, read(4, 300, 50));
+  for (const a of answers) assert.equal(a, reference);
+});
+
+test('exceptions: 0x0A unmapped at once, 0x0B for a silent unit, device exceptions passed through, 0x01 for a write not allowed with no frame', async () => {
+  if (why) return;
+  const c = await client();
+  const before = await counts();
+  const t0 = performance.now();
+  const unmapped = await c.request(1, 77, read(3, 0, 1));
+  const unmappedMs = performance.now() - t0;
+  assert.equal(unmapped.pdu, [0x83, 0x0a]);
+  assert.ok(unmappedMs < 200, `0x0A took ${unmappedMs.toFixed(0)} ms (the bus timeout is 200 ms)`);
+
+  assert.equal((await c.request(2, 9, read(3, 0, 2))).pdu, [0x83, 0x0b], 'the ghost unit never answers');
+  assert.equal((await c.request(3, 5, read(3, 4, 2))).pdu, await direct(5, read(3, 4, 2)), 'exception 2 of the sparse map, as the device says it');
+  assert.equal((await c.request(3, 5, read(3, 4, 2))).pdu, [0x83, 0x02]);
+
+  const denied = await c.request(4, 1, writeRegister(40, 7));
+  assert.equal([denied.tid, denied.unit, denied.pdu], [4, 1, [0x86, 0x01]]);
+  assert.equal((await c.request(5, 1, [43, 14, 1, 0])).pdu, [0xab, 0x01], 'an unserved function code');
+  assert.equal((await c.request(6, 1, read(3, 0, 126))).pdu, [0x83, 0x03], 'a quantity over the spec limit');
+  const after = await counts();
+  assert.equal(Object.keys(after).filter((k) => /^(1|77):(6|16):/.test(k)), [], 'no write and no frame for unit 77 reached the slave');
+  assert.not.ok(Object.keys(after).some((k) => k.startsWith('77:')));
+  assert.ok(Object.keys(before).length > 0);
+
+  // The ghost is backed off after its failures: a burst of requests costs at most one probe, each answered 0x0B.
+  await waitFor('ghost backed off', () => ((gw.drivers.get('rs485')!.stats!() as { bus: { degradedDevices: string[] } }).bus.degradedDevices.includes('ghost')), 8000);
+  const ghostBefore = sum(await counts(), (k) => k.startsWith('9:'));
+  const t1 = performance.now();
+  for (let i = 0; i < 10; i++) assert.equal((await c.request(100 + i, 9, read(3, 0, 2))).pdu, [0x83, 0x0b]);
+  const burstMs = performance.now() - t1;
+  const ghostFrames = sum(await counts(), (k) => k.startsWith('9:')) - ghostBefore;
+  assert.ok(ghostFrames <= 2, `${ghostFrames} frames to the dead unit for 10 requests (${burstMs.toFixed(0)} ms)`);
+});
+
+test('4 clients x 8 pipelined requests with the same transaction ids: every answer is its own request\'s, in order', async () => {
+  if (why) return;
+  const clients = await Promise.all(Array.from({ length: 4 }, () => client()));
+  const plan = (ci: number, i: number): [number, number[]] => {
+    const kind = (ci + i) % 4;
+    if (kind === 0) return [1, read(3, i, 3)]; // hit
+    if (kind === 1) return [1, read(4, 310 + ci * 8 + i, 2)]; // miss
+    if (kind === 2) return [5, read(3, 0, 2)]; // another unit
+    return [1, read(2, i, 5 + ci)]; // bits, miss
+  };
+  for (const [ci, c] of clients.entries()) for (let i = 0; i < 8; i++) c.send(i + 1, plan(ci, i)[0], plan(ci, i)[1]);
+  let mismatched = 0;
+  let busyAnswers = 0;
+  const problems: string[] = [];
+  await Promise.all(clients.map(async (c, ci) => {
+    for (let i = 0; i < 8; i++) {
+      const a = await c.next(5000);
+      const [unit, pdu] = plan(ci, i);
+      const want = await direct(unit, pdu);
+      // A full bus queue is answered 0x06 (busy): still this request's answer, just not its data.
+      const busy = a.pdu.length === 2 && a.pdu[0] === (pdu[0]! | 0x80) && a.pdu[1] === 6;
+      if (busy) busyAnswers++;
+      if (a.tid !== i + 1 || a.unit !== unit || (!busy && JSON.stringify(a.pdu) !== JSON.stringify(want))) {
+        mismatched++;
+        problems.push(`client ${ci} #${i}: got tid ${a.tid} unit ${a.unit} ${a.pdu.join(',')}; want ${want.join(',')}`);
+      }
+    }
+  }));
+  assert.is(mismatched, 0, problems.join('\n'));
+  assert.ok(busyAnswers <= 8, `${busyAnswers} of 32 answered busy`);
+});
+
+test('writes: through a unit with writes, the image is invalidated, a write whose client gave up is sent exactly once', async () => {
+  if (why) return;
+  const c = await client();
+  // Fresh image of holding 0..7, then a write to register 1: the next read shows it at once.
+  assert.is((await c.request(1, 1, read(3, 0, 8))).pdu[0], 3);
+  const ok = await c.request(2, 11, writeRegister(1, 12345));
+  assert.equal(ok.pdu, writeRegister(1, 12345), 'FC6 answer echoes the request');
+  const next = await c.request(3, 1, read(3, 0, 2));
+  assert.equal(next.pdu, [3, 4, 0xff, 0xff, 12345 >> 8, 12345 & 0xff]);
+  assert.equal((await c.request(4, 11, writeRegisters(1, [50000]))).pdu, [16, 0, 1, 0, 1]);
+  await waitFor('read-back in the shadow', () => gw.shadow.GetDevicePoint('m1', 'b') === 50000, 3000);
+
+  // The slave answers writes at 150+ after 500 ms, the bus times out at 200 ms; the client leaves after 100 ms.
+  const before = await counts();
+  const quitter = await client();
+  quitter.send(9, 11, writeRegister(150, 4242));
+  await sleep(100);
+  quitter.close();
+  await sleep(1500);
+  const after = await counts();
+  assert.is((after['1:6:150:1'] ?? 0) - (before['1:6:150:1'] ?? 0), 1, 'exactly one write frame, never retried');
+  assert.equal(await direct(1, read(3, 150, 1)), [3, 2, 4242 >> 8, 4242 & 0xff]);
+  const again = await client();
+  assert.equal((await again.request(10, 1, read(3, 0, 1))).pdu.slice(0, 2), [3, 2], 'the bus serves on after the late answer');
+});
+
+test('the diagnostic unit lists each mapped unit online flag and age; figures count per client and unit', async () => {
+  if (why) return;
+  const c = await client();
+  const diag = await c.request(1, 100, read(4, 0, 8));
+  assert.is(diag.pdu[0], 4);
+  const words = Array.from({ length: 8 }, (_, i) => (diag.pdu[2 + i * 2]! << 8) | diag.pdu[3 + i * 2]!);
+  assert.equal([words[0], words[2], words[6]], [1, 1, 0], 'm1 twice online, the ghost not');
+  assert.ok(words[1]! <= 2, `m1 polled within 2 s (age ${words[1]} s)`);
+  assert.equal((await c.request(2, 100, read(4, 0, 9))).pdu, [0x84, 0x02], 'past the list');
+  const fig = gw.modbusServers.figures()['door']!;
+  assert.ok(fig.clients['127.0.0.1']!.requests >= fig.total.hits);
+  assert.ok(fig.units['77']!.codes['10']! >= 1);
+  assert.ok(fig.units['9']!.codes['11']! >= 1);
+  const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+  assert.match(metrics, /shadowgate_modbus_servers_door_hits \d+/);
+});
+
+test.run();
