@@ -12,7 +12,7 @@ import { SerialPort } from 'serialport';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { classify } from '../../src/drivers/modbus/errors.js';
-import { crc16 } from '../../src/drivers/modbus/line-listener.js';
+import { crc16 } from '../../src/protocol/modbus/frame.js';
 import { RtuTransport } from '../../src/drivers/modbus/rtu-transport.js';
 import { WireGarbled } from '../../src/drivers/modbus/transport.js';
 import { rigUnavailable, sleep, waitFor } from './modbus-rig.js';

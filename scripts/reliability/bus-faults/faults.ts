@@ -2,7 +2,7 @@
  * What the fault relay does to a frame. Faults hit a fixed share of frames (every `every`-th frame on the
  * line, both directions), so a short run sees the same number of faults as the plan says, not a lucky few.
  */
-import { crc16 } from '../../../src/drivers/modbus/line-listener.js';
+import { crc16 } from '../../../src/protocol/modbus/frame.js';
 
 export function withCrc(body: Uint8Array): Buffer {
   const out = Buffer.alloc(body.length + 2);

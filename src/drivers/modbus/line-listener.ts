@@ -5,28 +5,13 @@
  * — same unit, function and length, so it would pass every check — for its own. So a request heard on the
  * line holds the line until its answer begins or the response timeout has passed.
  */
+import { crcOk, expectedRequestLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
 
-/** Modbus RTU CRC-16 (poly 0xA001, init 0xFFFF). */
-export function crc16(buf: Uint8Array): number {
-  let crc = 0xffff;
-  for (const b of buf) {
-    crc ^= b;
-    for (let i = 0; i < 8; i++) crc = crc & 1 ? (crc >>> 1) ^ 0xa001 : crc >>> 1;
-  }
-  return crc;
-}
-
-const crcOk = (frame: Buffer): boolean => frame.length >= 4 && frame.readUInt16LE(frame.length - 2) === crc16(frame.subarray(0, -2));
-
-/** Whether `bytes` ends with a whole request frame (FC 1–6: 8 bytes; FC 15/16: 9 + byte count). */
-export function endsWithRequest(bytes: Buffer): boolean {
-  if (bytes.length >= 8) {
-    const tail = bytes.subarray(bytes.length - 8);
-    if (tail[0]! >= 1 && tail[0]! <= 247 && tail[1]! >= 1 && tail[1]! <= 6 && crcOk(tail)) return true;
-  }
-  for (let len = 11; len <= Math.min(bytes.length, 256); len++) {
-    const tail = bytes.subarray(bytes.length - len);
-    if ((tail[1] === 15 || tail[1] === 16) && tail.length === 9 + tail[6]! && tail[0]! >= 1 && tail[0]! <= 247 && crcOk(tail)) return true;
+/** Whether `bytes` ends with a whole request frame of any function code frame.ts can size, with a good CRC. */
+export function endsWithRequest(bytes: Uint8Array): boolean {
+  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
+    const unit = bytes[s]!;
+    if (unit >= 1 && unit <= 247 && s + expectedRequestLength(bytes, s) === bytes.length && crcOk(bytes, s, bytes.length)) return true;
   }
   return false;
 }

@@ -9,7 +9,7 @@ import type { ModbusTable } from '../../protocol/modbus/address.js';
 import { GatewayError } from '../../core/errors.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
-const ModbusRTU = M.default;
+export const ModbusRTU = M.default;
 
 export type WireRequest =
   | { fc: 1 | 2 | 3 | 4; address: number; count: number }
@@ -106,6 +106,11 @@ export abstract class ClientTransport implements ModbusTransport {
 
   protected abstract connect(client: Client): Promise<void>;
 
+  /** A fresh client for each open (an RTU link hands it a port of its own). */
+  protected newClient(): Client {
+    return new ModbusRTU();
+  }
+
   /**
    * How long an open may take. A wedged USB adapter can leave open() pending forever, which would hold
    * the bus (and its reopen loop) with it: past this the open fails and the bus's reopen backoff goes on.
@@ -114,7 +119,7 @@ export abstract class ClientTransport implements ModbusTransport {
 
   async open(): Promise<void> {
     await this.close();
-    const client = new ModbusRTU();
+    const client = this.newClient();
     // modbus-serial re-emits port errors; an EventEmitter 'error' without a listener would kill the process.
     client.on('error', (err: unknown) => this.markLost(`error: ${String((err as Error)?.message ?? err)}`));
     client.on('close', () => this.markLost('closed'));
