@@ -46,7 +46,7 @@ export interface Gateway {
   mqttPort: number;
   mqttWsPort: number;
   /** The Modbus servers ("front door"): bound ports and figures per server id. */
-  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures'>;
+  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures' | 'persona'>;
   /** Saves the shadow now (also done periodically and on stop). */
   flush(): Promise<void>;
   stop(): Promise<void>;
@@ -94,8 +94,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log));
     await parts.start(buses);
     // Modbus servers come after the buses: their requests go through the buses' owners (stopped before them).
-    const modbusServers = await parts.start(createModbusServersPart(config.servers, buses, clock, log.child({ part: 'modbus-server' })));
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
+    const modbusServers = await parts.start(createModbusServersPart(config.servers, buses, clock, log.child({ part: 'modbus-server' }), { shadow, io, models: config.models }));
     // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
     const clockSync = { synchronized: await clockSynchronized() as boolean | null };
     const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 2000);

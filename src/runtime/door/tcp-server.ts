@@ -8,6 +8,7 @@ import type { TcpServerConfig } from '../../config/types.js';
 import type { Clock } from '../../core/clock.js';
 import type { RawModbusAccess } from '../../drivers/types.js';
 import type { Logger } from '../../util/logger.js';
+import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
 import { Figures } from './figures.js';
 import { Budget, createHandler, type DeviceUnit } from './handler.js';
@@ -17,6 +18,8 @@ export interface TcpDoorParts {
   access(deviceId: string): RawModbusAccess | undefined;
   clock: Clock;
   log: Logger;
+  /** Persona units by unit id: answered from their snapshot (null: silence), never through a bus. */
+  personas?: ReadonlyMap<number, (pdu: Uint8Array) => Promise<Uint8Array | null>>;
 }
 
 export class TcpDoor {
@@ -33,6 +36,7 @@ export class TcpDoor {
     const units = new Map<number, DeviceUnit>();
     for (const u of config.units) {
       if (u.device === undefined) {
+        if (this.parts.personas?.has(u.unit)) continue;
         log.warn({ server: config.id, unit: u.unit }, 'persona units are not served by this build; the unit answers exception 0x0A');
         continue;
       }
@@ -52,7 +56,12 @@ export class TcpDoor {
         return;
       }
       const budget = new Budget(config.miss_rate, clock.mono());
-      const conn: DoorConnection = new DoorConnection(socket, (frame) => handle(frame, address, budget), () => this.connections.delete(conn));
+      const personas = this.parts.personas;
+      const answer = (frame: MbapFrame): Promise<Uint8Array | null> => {
+        const persona = personas?.get(frame.unit);
+        return persona ? persona(frame.pdu) : handle(frame, address, budget);
+      };
+      const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn));
       this.connections.add(conn);
     });
     await new Promise<void>((resolve, reject) => {
