@@ -77,7 +77,7 @@ function checkPersona(unit: Obj, at: string, deviceIds: Set<string>, models: Rea
     if (!registers.has(name)) problems.push(`${at}.bind.${name}: model "${String(unit.persona)}" has no register point "${name}"`);
     const sources = typeof spec === 'string' ? [spec] : isObj(spec) ? [spec.point, ...list(spec.sum)] : [];
     for (const source of sources) {
-      if (typeof source !== 'string') continue;
+      if (typeof source !== 'string' || !source.includes('.')) continue; // the schema names a malformed source
       const device = source.slice(0, source.indexOf('.'));
       if (!deviceIds.has(device)) problems.push(`${at}.bind.${name}: unknown device "${device}" in "${source}" (${known(deviceIds)})`);
     }

@@ -1,0 +1,45 @@
+/** Persona units in the config: defaults (max_age 5 s, silent), and the cross-checks against the model library and the devices. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ConfigError, validateConfig } from '../../src/config/load.js';
+
+const base = {
+  gateway: { id: 'x', data_dir: '/tmp' },
+  buses: [{ id: 'sim', driver: 'simulator' }],
+  models: { s: { points: [{ name: 'p', type: 'float', access: 'RW', sim: { fn: 'constant', value: 1 } }] } },
+  devices: [{ id: 'p1', model: 's', bus: 'sim' }],
+};
+const withUnit = (unit: Record<string, unknown>) => ({ ...base, servers: [{ id: 't', transport: 'tcp', port: 0, units: [unit] }] });
+const problems = (unit: Record<string, unknown>): string[] => {
+  try {
+    validateConfig(withUnit(unit), { env: {} });
+    return [];
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+};
+
+test('a persona unit gets max_age 5 s (in ms) and the silent stale policy; a device unit keeps the server max_age', () => {
+  const cfg = validateConfig({ ...base, servers: [{ id: 't', transport: 'tcp', port: 0, units: [
+    { unit: 1, persona: 'eastron-sdm630', bind: { total_power: 'p1.p' } }, { unit: 2, device: 'p1' }] }] }, { env: {} });
+  const [persona, device] = cfg.servers[0]!.units;
+  assert.is(persona!.max_age, 5000);
+  assert.is(persona!.stale, 'silent');
+  assert.is(device!.max_age, undefined);
+});
+
+test('cross-checks: the persona model exists, bound points are its register points, sources name known devices', () => {
+  assert.equal(problems({ unit: 1, persona: 'nope' }), ['servers[0].units[0].persona: unknown model "nope"']);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { nothing: 'p1.p', total_power: { sum: ['p1.p', 'zz.p'] } } }), [
+    'servers[0].units[0].bind.nothing: model "eastron-sdm630" has no register point "nothing"',
+    'servers[0].units[0].bind.total_power: unknown device "zz" in "zz.p" (known: p1)',
+  ]);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { sum: ['p1.p'] } }, write: { total_power: 'forward' } }),
+    ['servers[0].units[0].write.total_power: "forward" needs the point bound to one source point']);
+  assert.ok(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: 'nodot' } }).some((p) => p.includes('must match')));
+  assert.ok(problems({ unit: 1, persona: 'eastron-sdm630', stale: 'maybe' }).length > 0);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { point: 'p1.p', negate: true }, voltage_l1: { value: 230 } } }), []);
+});
+
+test.run();
