@@ -28,6 +28,7 @@ import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
 import { createHttpPart } from './runtime/http.js';
 import { createModbusServersPart, type ModbusServersPart } from './runtime/modbus-servers.js';
+import { mountCaptureRoutes } from './runtime/persona/capture-route.js';
 import { PartList } from './runtime/part.js';
 import { createPersistencePart } from './runtime/persistence.js';
 import { createSystem } from './runtime/system.js';
@@ -153,6 +154,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats() }),
       routes: [
         (app, kit) => history.routes(app, kit),
+        (app, kit) => mountCaptureRoutes(app, kit, (id) => modbusServers.personas(id)),
         ...(consoleFiles ? [(app: ApiApp) => mountConsole(app, consoleFiles)] : []),
         ...(opts.routes ?? []),
       ],

@@ -30,6 +30,8 @@ export interface ModbusServersPart extends Part<GatewayConfig> {
   stats(): Record<string, unknown>;
   /** A persona unit of a server, for its capture (undefined: no such persona). */
   persona(serverId: string, unit: number): PersonaUnit | undefined;
+  /** Every persona unit of a server. */
+  personas(serverId: string): PersonaUnit[];
 }
 
 export function createModbusServersPart(servers: readonly ServerConfig[], buses: BusesPart, clock: Clock, log: Logger, sources?: PersonaSources): ModbusServersPart {
@@ -111,5 +113,6 @@ export function createModbusServersPart(servers: readonly ServerConfig[], buses:
       ...Object.fromEntries([...failed].map(([id, error]) => [id, { running: false, error }])),
     }),
     persona: (serverId, unit) => personas.get(serverId)?.get(unit),
+    personas: (serverId) => [...(personas.get(serverId)?.values() ?? [])],
   };
 }

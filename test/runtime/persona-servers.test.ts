@@ -160,12 +160,15 @@ test('TCP: a persona unit answers from the snapshot, 0x0B when stale, and is cap
       await sleep(100);
     }
     assert.equal(pdu, [0x84, 0x0b]);
-    const capture = gw.modbusServers.persona('tcp', 1)!.capture!.list();
+    const res = await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/servers/tcp/capture?unit=1`);
+    assert.is(res.status, 200);
+    const capture = ((await res.json()) as { data: Record<string, unknown>[] }).data;
     assert.equal(capture[0], { ...capture[0]!, unit: 1, fc: 4, address: 0, count: 2, interval_ms: null, answer: 'data' });
     assert.equal(capture.at(-1), { ...capture.at(-1)!, answer: 'exception', exception: 0x0b });
   } finally {
     c.close();
   }
+  assert.is((await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/servers/grid/capture`)).status, 404, 'no unit of grid captures');
 });
 
 test.run();
