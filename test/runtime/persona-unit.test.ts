@@ -127,4 +127,27 @@ test('writes: store reads back as written, forward reaches the device through th
   assert.equal(words(await unit.answer(readPdu(3, 0xa002, 1))), [5]);
 });
 
+test('a value and its scale factor come from the same snapshot while the source changes', async () => {
+  const sunspecLike: ModelConfig = {
+    name: 'sf', points: [
+      { name: 'W', type: 'float', access: 'R', scale: 1, offset: 0, report: 'change', scale_factor: 'W_SF', modbus: { table: 'holding', address: 40088, data_type: 'int16', word_order: 'big', byte_order: 'big' } },
+      { name: 'W_SF', type: 'int', access: 'R', scale: 1, offset: 0, report: 'change', modbus: { table: 'holding', address: 40092, data_type: 'int16', word_order: 'big', byte_order: 'big' } },
+    ],
+  };
+  const { shadow, unit } = setup({ model: sunspecLike, bind: { W: 'p1.w', W_SF: 'p1.sf' } });
+  const written = new Set<number>();
+  for (let i = 0; i < 2000; i++) {
+    // The power moves across decades, so the scale factor has to move with it.
+    const sf = (i % 5) - 2;
+    const w = ((i * 7919) % 30000) * 10 ** sf;
+    written.add(Math.round(w * 1000));
+    shadow.SetDevicePoints('p1', { w, sf });
+    const regs = words(await unit.answer(readPdu(3, 40088, 5)));
+    const raw = regs[0]! >= 0x8000 ? regs[0]! - 0x10000 : regs[0]!;
+    const exp = regs[4]! >= 0x8000 ? regs[4]! - 0x10000 : regs[4]!;
+    assert.is(exp, sf);
+    assert.ok(written.has(Math.round(raw * 10 ** exp * 1000)), `W ${raw} x 10^${exp} was never the source`);
+  }
+});
+
 test.run();
