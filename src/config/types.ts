@@ -85,6 +85,8 @@ export interface ModelConfig {
   write?: { single_register: 'fc06' | 'fc16' };
   /** SunSpec: base found by the "SunS" marker at one of these addresses. */
   sunspec?: { search: number[] };
+  /** Served as a persona: fixed register values (marker, model IDs, identity, scale factors). */
+  persona?: { constants?: Record<string, number | string> };
   points: PointConfig[];
 }
 

@@ -150,4 +150,25 @@ test('a value and its scale factor come from the same snapshot while the source 
   }
 });
 
+test('the SunSpec meter persona: "SunS", model 1, model 203 and the end marker walk; W with its scale factor; not-implemented sentinels', async () => {
+  const meter = models['sunspec-meter-203']!;
+  const { shadow, unit } = setup({ model: meter, bind: { power: 'p1.p', import_energy: 'p1.e' } });
+  shadow.SetDevicePoints('p1', { p: -2500, e: 123456 });
+  const at = (address: number, count: number) => unit.answer(readPdu(3, address, count)).then(words);
+  assert.equal(await at(40000, 2), [0x5375, 0x6e53], 'SunS');
+  const [id1, l1] = await at(40002, 2);
+  assert.equal([id1, l1], [1, 65]);
+  const next = 40004 + l1!;
+  const [id2, l2] = await at(next, 2);
+  assert.equal([id2, l2], [203, 105]);
+  assert.equal(await at(next + 2 + l2!, 2), [0xffff, 0], 'end marker');
+  const block = await at(next, 107);
+  const int16 = (w: number): number => (w >= 0x8000 ? w - 0x10000 : w);
+  assert.is(int16(block[18]!) * 10 ** int16(block[22]!), -2500, 'W x 10^W_SF');
+  assert.is(block[2], 0x8000, 'unbound A: int16 not implemented');
+  assert.equal([block[38], block[39]], [0, 0], 'unbound TotWhExp: acc32 not implemented');
+  assert.is(block[46]! * 65536 + block[47]!, 123456);
+  assert.equal([block[105], block[106]], [0xffff, 0xffff], 'Evt bitfield32 not implemented');
+});
+
 test.run();

@@ -53,7 +53,9 @@ export class PersonaUnit {
 
   constructor(private readonly config: PersonaUnitConfig, private readonly deps: PersonaDeps) {
     this.unit = config.unit;
-    this.map = buildMap(config.model, config.bind, config.write);
+    // The model's constants (marker, IDs, identity, scale factors) unless the unit binds the point itself.
+    const constants = Object.fromEntries(Object.entries(config.model.persona?.constants ?? {}).map(([name, value]) => [name, { value }]));
+    this.map = buildMap(config.model, { ...constants, ...config.bind }, config.write);
     this.sources = this.map.slots.flatMap((s) => s.binding?.sources ?? []);
     this.devices = new Set(this.sources.map((s) => s.device));
     this.capture = config.capture ? new Capture(deps.clock) : null;
