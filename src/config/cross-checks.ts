@@ -71,7 +71,8 @@ function checkPersona(unit: Obj, at: string, deviceIds: Set<string>, models: Rea
     problems.push(`${at}.persona: unknown model "${String(unit.persona)}"`);
     return;
   }
-  const registers = new Set(list(model.points).filter((p) => isObj(p) && isObj(p.modbus) && (p.modbus.table === 'input' || p.modbus.table === 'holding')).map((p) => String((p as Obj).name)));
+  const tableOf = new Map(list(model.points).filter((p) => isObj(p) && isObj(p.modbus)).map((p) => [String((p as Obj).name), String(((p as Obj).modbus as Obj).table)]));
+  const registers = new Set([...tableOf].filter(([, table]) => table === 'input' || table === 'holding').map(([name]) => name));
   const bind = isObj(unit.bind) ? unit.bind : {};
   for (const [name, spec] of Object.entries(bind)) {
     if (!registers.has(name)) problems.push(`${at}.bind.${name}: model "${String(unit.persona)}" has no register point "${name}"`);
@@ -84,6 +85,7 @@ function checkPersona(unit: Obj, at: string, deviceIds: Set<string>, models: Rea
   }
   for (const [name, policy] of Object.entries(isObj(unit.write) ? unit.write : {})) {
     if (!registers.has(name)) problems.push(`${at}.write.${name}: model "${String(unit.persona)}" has no register point "${name}"`);
+    else if (policy !== 'reject' && tableOf.get(name) !== 'holding') problems.push(`${at}.write.${name}: an input register cannot be written`);
     else if (policy === 'forward' && !(typeof bind[name] === 'string' || (isObj(bind[name]) && typeof (bind[name] as Obj).point === 'string'))) {
       problems.push(`${at}.write.${name}: "forward" needs the point bound to one source point`);
     }

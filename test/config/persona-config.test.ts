@@ -1,4 +1,5 @@
 /** Persona units in the config: defaults (max_age 5 s, silent), and the cross-checks against the model library and the devices. */
+import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ConfigError, validateConfig } from '../../src/config/load.js';
@@ -35,11 +36,36 @@ test('cross-checks: the persona model exists, bound points are its register poin
     'servers[0].units[0].bind.nothing: model "eastron-sdm630" has no register point "nothing"',
     'servers[0].units[0].bind.total_power: unknown device "zz" in "zz.p" (known: p1)',
   ]);
-  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { sum: ['p1.p'] } }, write: { total_power: 'forward' } }),
-    ['servers[0].units[0].write.total_power: "forward" needs the point bound to one source point']);
+  assert.equal(problems({ unit: 1, persona: 'sunspec-meter-203', bind: { power: { sum: ['p1.p'] } }, write: { power: 'forward' } }),
+    ['servers[0].units[0].write.power: "forward" needs the point bound to one source point']);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', write: { total_power: 'store' } }),
+    ['servers[0].units[0].write.total_power: an input register cannot be written']);
   assert.ok(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: 'nodot' } }).some((p) => p.includes('must match')));
   assert.ok(problems({ unit: 1, persona: 'eastron-sdm630', stale: 'maybe' }).length > 0);
   assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { point: 'p1.p', negate: true }, voltage_l1: { value: 230 } } }), []);
+});
+
+test('the server examples in docs/personas.md are valid configs', () => {
+  const text = readFileSync('docs/personas.md', 'utf8');
+  const blocks = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('"transport"'));
+  assert.ok(blocks.length >= 3, `${blocks.length} server examples`);
+  for (const block of blocks) {
+    const parsed = JSON.parse(block.trim().startsWith('"servers"') ? `{${block}}` : `{ "servers": [${block}] }`) as { servers: unknown[] };
+    const raw = {
+      gateway: { id: 'x', data_dir: '/tmp' },
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+      devices: [
+        { id: 'grid', model: 'eastron-sdm630', bus: 'rs485', unit_id: 1 },
+        { id: 'inverter', model: 'sunspec-inverter', bus: 'rs485', unit_id: 3 },
+      ],
+      servers: parsed.servers,
+    };
+    try {
+      validateConfig(raw, { env: {} });
+    } catch (e) {
+      assert.unreachable(`${block}\n${e instanceof ConfigError ? e.problems.join('\n') : String(e)}`);
+    }
+  }
 });
 
 test.run();
