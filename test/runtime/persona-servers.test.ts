@@ -68,6 +68,10 @@ test.before(async () => {
       ] },
       { id: 'tcp', transport: 'tcp', host: '127.0.0.1', port: tcpPort, units: [
         { unit: 1, persona: 'eastron-sdm630', max_age: `${MAX_AGE_MS}ms`, stale: 'exception', capture: true, bind: { voltage_l1: 'p1.voltage' } },
+        // Silent when stale (the default), a constant-only persona (never stale) and a device unit of the door.
+        { unit: 4, persona: 'eastron-sdm630', max_age: `${MAX_AGE_MS}ms`, bind: { voltage_l1: 'p1.voltage' } },
+        { unit: 5, persona: 'em24-config', bind: { application: { value: 5 } } },
+        { unit: 9, device: 'p1' },
       ] },
     ],
   };
@@ -169,6 +173,34 @@ test('TCP: a persona unit answers from the snapshot, 0x0B when stale, and is cap
     c.close();
   }
   assert.is((await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/servers/grid/capture`)).status, 404, 'no unit of grid captures');
+});
+
+test('TCP: one server mixes personas and a door unit; a silent persona drops only its own answer', async () => {
+  if (why) return;
+  const c = await RawModbusClient.open(tcpPort);
+  try {
+    await setSource({ power: 0, voltage: 230 });
+    assert.is((await c.request(1, 4, read(4, 0, 2))).tid, 1, 'fresh: unit 4 answers');
+    // p1 is on a simulator bus, not a Modbus one: the door answers its unit with 0x0A, as for any such device.
+    assert.equal((await c.request(2, 9, read(3, 0, 1))).pdu, [0x83, 0x0a]);
+    const end = Date.now() + MAX_AGE_MS + 10_000;
+    while (Date.now() < end && c.closed === false) {
+      await sleep(200);
+      c.send(100, 4, read(4, 0, 2));
+      const next = await c.request(101, 5, read(3, 0xa000, 1));
+      if (next.tid === 101) break; // unit 4 stayed silent: the answer after it came first
+      assert.is(next.tid, 100);
+      assert.equal((await c.next()).tid, 101);
+    }
+    // Stale now: unit 4's request gets nothing, the one behind it on the same connection is answered.
+    c.send(200, 4, read(4, 0, 2));
+    const after = await c.request(201, 5, read(3, 0xa000, 1));
+    assert.equal([after.tid, after.unit, after.pdu], [201, 5, [3, 2, 0, 5]]);
+    const late = await c.next(500).then(() => 'answered', (e: Error) => e.message);
+    assert.match(late, /no answer/, 'the stale request is never answered late');
+  } finally {
+    c.close();
+  }
 });
 
 test.run();
