@@ -1,7 +1,7 @@
 /**
  * The RTU persona slave on a real pty pair, fed raw bytes: a broadcast is never answered, another unit's
  * request and its answer are told apart and left alone, a request split across writes is answered once
- * whole, and the answer carries a good CRC.
+ * whole, and the answer carries a good CRC and goes out no earlier than t3.5 after the request was heard.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -73,6 +73,8 @@ test('a request to unit 2 is answered with a good CRC', async () => {
   await waitFor('the answer', () => heard.length >= 7, 3000);
   assert.equal(heard.slice(0, 5), [2, 4, 2, 0x12, 0x34]);
   assert.ok(crcOk(Uint8Array.from(heard), 0, 7));
+  // Never before t3.5 (4.01 ms at 9600 baud) after the request was heard: the slave waits for it.
+  assert.ok(slave.counts.replyMs >= 11_000 / 9600 * 3.5, `answered after ${slave.counts.replyMs} ms`);
 });
 
 test('a broadcast, another unit and a response frame get no answer; the slave counts them', async () => {

@@ -30,6 +30,9 @@ export interface RtuSlaveStats {
   broadcasts: number;
   responses: number;
   discardedBytes: number;
+  /** Request's last byte heard -> answer handed to the port, ms: the latest and the largest. */
+  replyMs: number;
+  replyMsMax: number;
 }
 
 export class RtuPersonaSlave {
@@ -37,7 +40,7 @@ export class RtuPersonaSlave {
   private readonly t35: number;
   private readonly splitter: FrameSplitter;
   private chain: Promise<void> = Promise.resolve();
-  readonly counts: RtuSlaveStats = { requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0 };
+  readonly counts: RtuSlaveStats = { requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMax: 0 };
 
   constructor(private readonly config: RtuServerConfig, private readonly units: ReadonlyMap<number, UnitAnswer>, private readonly clock: Clock, private readonly log: Logger) {
     this.t35 = silenceMs(config.baud_rate);
@@ -97,10 +100,13 @@ export class RtuPersonaSlave {
     frame[out.length + 1] = crc & 0xff;
     frame[out.length + 2] = crc >> 8;
     // Never before t3.5 after the request's last byte: the master must see the request's end first.
-    const wait = at + this.t35 - this.clock.mono();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.ceil(wait)));
+    // (A timer may fire up to a millisecond early against the monotonic clock: checked again until due.)
+    const due = at + this.t35;
+    while (this.clock.mono() < due) await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(due - this.clock.mono()))));
     if (!this.port) return;
     this.port.write(frame);
     this.counts.answered++;
+    this.counts.replyMs = this.clock.mono() - at;
+    this.counts.replyMsMax = Math.max(this.counts.replyMsMax, this.counts.replyMs);
   }
 }
