@@ -37,7 +37,7 @@ export class TcpDoor {
     for (const u of config.units) {
       if (u.device === undefined) {
         if (this.parts.personas?.has(u.unit)) continue;
-        log.warn({ server: config.id, unit: u.unit }, 'persona units are not served by this build; the unit answers exception 0x0A');
+        log.warn({ server: config.id, unit: u.unit }, 'persona unit not served (its error is logged above); the unit answers exception 0x0A');
         continue;
       }
       units.set(u.unit, { unit: u.unit, device: u.device, writes: u.writes, maxAgeMs: u.max_age ?? config.max_age });
