@@ -45,6 +45,16 @@ test('cross-checks: the persona model exists, bound points are its register poin
   assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { point: 'p1.p', negate: true }, voltage_l1: { value: 230 } } }), []);
 });
 
+test('an RTU server serves persona units only', () => {
+  try {
+    validateConfig({ ...base, servers: [{ id: 'r', transport: 'rtu', port: '/dev/ttyUSB1', baud_rate: 9600, units: [{ unit: 1, device: 'p1' }] }] }, { env: {} });
+    assert.unreachable('accepted');
+  } catch (e) {
+    assert.instance(e, ConfigError);
+    assert.equal((e as ConfigError).problems, ['servers[0].units[0].device: an RTU server serves persona units only (a device\'s own registers are shared over TCP)']);
+  }
+});
+
 test('the server examples in docs/personas.md are valid configs', () => {
   const text = readFileSync('docs/personas.md', 'utf8');
   const blocks = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('"transport"'));
