@@ -77,6 +77,14 @@ test('stale: silent past max_age, back on the first new sample (same value), nev
   assert.is(f32(sdm630, 'voltage_l1', words(await unit.answer(readPdu(4, 0, 2))), 0), 230);
 });
 
+test('a source the device marks "not available" answers not-implemented; the other registers are still served', async () => {
+  const { shadow, unit } = setup();
+  shadow.SetDevicePoints('p1', { p: 100, i1: 1, i2: 1 }, { unavailable: { u1: 'overflow' } });
+  const regs = words(await unit.answer(readPdu(4, 0, 8)));
+  assert.ok(Number.isNaN(f32(sdm630, 'voltage_l1', regs, 0)));
+  assert.is(f32(sdm630, 'current_l1', regs, 6), 2);
+});
+
 test('stale: exception answers 0x0B; hold serves the last snapshot', async () => {
   const ex = setup({ stale: 'exception' });
   assert.equal([...(await ex.unit.answer(readPdu(4, 0, 2)))!], [0x84, 0x0b]);

@@ -10,7 +10,6 @@ import type { ModelConfig } from '../../config/types.js';
 import type { Clock } from '../../core/clock.js';
 import type { DeviceIO } from '../../core/io.js';
 import type { Shadow } from '../../core/shadow.js';
-import { HAS_VALUE } from '../../core/table.js';
 import { decodeRegisters } from '../../protocol/modbus/codec.js';
 import { EXCEPTION, decodeRequest, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
 import { exceptionFor } from '../door/handler.js';
@@ -72,7 +71,11 @@ export class PersonaUnit {
     this.deps.shadow.bus.off(this);
   }
 
-  /** Age of the oldest bound point, ms (Infinity while one has no value yet); 0 without bindings. */
+  /**
+   * Age of the oldest bound point's last sample, ms (Infinity while one was never sampled); 0 without
+   * bindings. A sample the device marked "not available" is fresh but has no value: its register answers
+   * "not implemented" while the rest is served.
+   */
   oldestAgeMs(): number {
     const { shadow, clock } = this.deps;
     const t = shadow.table;
@@ -81,7 +84,7 @@ export class PersonaUnit {
     for (const s of this.sources) {
       const d = shadow.slotIndex(s.device);
       const p = d < 0 ? undefined : t.devices[d]?.points.get(s.point);
-      if (p === undefined || (t.ptFlags[p]! & HAS_VALUE) === 0) return Infinity;
+      if (p === undefined) return Infinity;
       oldest = Math.max(oldest, now - t.ptSeenMono[p]!);
     }
     return oldest;
