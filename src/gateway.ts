@@ -29,6 +29,7 @@ import { createHistoryPart } from './runtime/history.js';
 import { createEventLoopPart } from './runtime/event-loop.js';
 import { createHttpPart } from './runtime/http.js';
 import { createModbusServersPart, type ModbusServersPart } from './runtime/modbus-servers.js';
+import { mountCaptureRoutes } from './runtime/persona/capture-route.js';
 import { PartList } from './runtime/part.js';
 import { createPersistencePart } from './runtime/persistence.js';
 import { createSystem } from './runtime/system.js';
@@ -52,7 +53,7 @@ export interface Gateway {
   mqttPort: number;
   mqttWsPort: number;
   /** The Modbus servers ("front door"): bound ports and figures per server id. */
-  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures'>;
+  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures' | 'persona'>;
   /** Saves the shadow now (also done periodically and on stop). */
   flush(): Promise<void>;
   stop(): Promise<void>;
@@ -102,7 +103,9 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     await parts.start(buses);
     const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
     // Modbus servers come after the buses: their requests go through the buses' owners (stopped before them).
-    const modbusServers = await parts.start(createModbusServersPart(config.servers, { buses, shadow, io, clock, log: log.child({ part: 'modbus-server' }) }));
+    const modbusServers = await parts.start(createModbusServersPart(config.servers, {
+      buses, shadow, io, clock, log: log.child({ part: 'modbus-server' }), models: config.models,
+    }));
     // The clock's sync state for /health/shadow and history's flags, read in the background (the health route stays synchronous).
     const clockSync = { synchronized: await clockSynchronized() as boolean | null };
     const syncTimer = setInterval(() => void clockSynchronized().then((s) => (clockSync.synchronized = s)), 2000);
@@ -182,6 +185,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         (_app, kit) => mountHomeAssistant(kit, {
           config, mqttStats: () => exporter.stats(), mqttPort: () => exporter.mqttPort, wsPort: () => exporter.wsPort, address: hostAddress,
         }),
+        (app, kit) => mountCaptureRoutes(app, kit, (id) => modbusServers.personas(id)),
         ...(consoleFiles ? [(app: ApiApp) => mountConsole(app, consoleFiles)] : []),
         ...(opts.routes ?? []),
       ],

@@ -757,6 +757,78 @@ def sunspec_float_inverter(unit, key="sunspec-113", base=40000, model_id=113):
     return im
 
 
+# SunSpec meter at a fixed layout (board/models/sunspec-meter-203.json, the SunSpec meter persona):
+# sunspec/models json/model_1.json (L 65) and json/model_203.json (L 105); "SunS" at 40000, model 1 at 40002,
+# model 203 at 40069, end marker at 40176. value = raw * 10^SF; acc32 0 and int16 0x8000 are not implemented.
+
+def sunspec_meter(unit):
+    im = Image("sunspec-meter-203", "sunspec-meter-203",
+               "SunSpec Alliance sunspec/models json/model_1.json and json/model_203.json (point order and sizes, "
+               "scale factors); not-implemented values from sunspec/pysunspec2 mb.py")
+    im.dense(HR, 40000, 40177)
+    im.text(HR, 40000, "sunspec_id", "SunS", 2)
+    im.u16(HR, 40002, "common_id", 1)
+    im.u16(HR, 40003, "common_length", 65)
+    im.text(HR, 40004, "manufacturer", "RigMeter", 16)
+    im.text(HR, 40020, "model", "RM-3P", 16)
+    im.text(HR, 40044, "version", "1.0", 8)
+    im.text(HR, 40052, "serial_number", f"RM{unit:08d}", 16)
+    im.u16(HR, 40068, "device_address", unit)
+    m = 40069
+    im.u16(HR, m, "meter_id", 203)
+    im.u16(HR, m + 1, "meter_length", 105)
+    for off in range(2, 107):
+        im.put(HR, m + off, [0x8000])                        # int16 points and SFs: not implemented ...
+    for off in list(range(38, 54)) + list(range(55, 71)) + list(range(72, 104)):
+        im.put(HR, m + off, [0])                             # ... acc32: 0 = not implemented
+    im.put(HR, m + 105, [0xFFFF, 0xFFFF])                    # Evt: not implemented
+    im.put(HR, m + 6, _words("h", -2)); im.expect("A_SF", -2)
+    im.put(HR, m + 15, _words("h", -1)); im.expect("V_SF", -1)
+    im.put(HR, m + 17, _words("h", -2)); im.expect("Hz_SF", -2)
+    im.put(HR, m + 22, _words("h", 0)); im.expect("W_SF", 0)
+    im.put(HR, m + 54, _words("h", 0)); im.expect("TotWh_SF", 0)
+    im.integer(HR, m + 2, "current", 12.34, "h", 100, "A")
+    im.integer(HR, m + 8, "voltage_an", 230.5, "h", 10, "V")
+    im.integer(HR, m + 16, "frequency", 49.98, "h", 100, "Hz")
+    im.integer(HR, m + 18, "power", -2150, "h", 1, "W")
+    im.integer(HR, m + 46, "import_energy", 1234567, "I", 1, "Wh")
+    im.text(HR, 40036, "options", "std", 8)
+    im.put(HR, 40176, [0xFFFF, 0]); im.expect("end_id", 0xFFFF); im.expect("end_length", 0)   # end of the chain
+    # every other point of model 203 is not implemented here (0x8000, acc32 0, Evt 0xFFFFFFFF)
+    shown = {e["name"] for e in im.points}
+    for name, unit_ in SUNSPEC_METER_203_POINTS:
+        if name not in shown:
+            im.expect(name, None, unit_, reason="not implemented")
+    return im
+
+
+# (point, unit) of every model-203 point the image leaves not implemented, as the model file names them
+SUNSPEC_METER_203_POINTS = [
+    ("current_a", "A"), ("current_b", "A"), ("current_c", "A"), ("voltage_ln", "V"), ("voltage_bn", "V"),
+    ("voltage_cn", "V"), ("voltage_ll", "V"), ("voltage_ab", "V"), ("voltage_bc", "V"), ("voltage_ca", "V"),
+    ("power_a", "W"), ("power_b", "W"), ("power_c", "W"), ("apparent_power", "VA"),
+    ("apparent_power_a", "VA"), ("apparent_power_b", "VA"), ("apparent_power_c", "VA"), ("VA_SF", None),
+    ("reactive_power", "var"), ("reactive_power_a", "var"), ("reactive_power_b", "var"),
+    ("reactive_power_c", "var"), ("VAR_SF", None), ("power_factor", None), ("power_factor_a", None),
+    ("power_factor_b", None), ("power_factor_c", None), ("PF_SF", None), ("export_energy", "Wh"),
+    ("export_energy_a", "Wh"), ("export_energy_b", "Wh"), ("export_energy_c", "Wh"),
+    ("import_energy_a", "Wh"), ("import_energy_b", "Wh"), ("import_energy_c", "Wh"),
+    ("apparent_energy_export", "VAh"), ("apparent_energy_export_a", "VAh"),
+    ("apparent_energy_export_b", "VAh"), ("apparent_energy_export_c", "VAh"),
+    ("apparent_energy_import", "VAh"), ("apparent_energy_import_a", "VAh"),
+    ("apparent_energy_import_b", "VAh"), ("apparent_energy_import_c", "VAh"), ("TotVAh_SF", None),
+    ("reactive_energy_import_q1", "varh"), ("reactive_energy_import_q1_a", "varh"),
+    ("reactive_energy_import_q1_b", "varh"), ("reactive_energy_import_q1_c", "varh"),
+    ("reactive_energy_import_q2", "varh"), ("reactive_energy_import_q2_a", "varh"),
+    ("reactive_energy_import_q2_b", "varh"), ("reactive_energy_import_q2_c", "varh"),
+    ("reactive_energy_export_q3", "varh"), ("reactive_energy_export_q3_a", "varh"),
+    ("reactive_energy_export_q3_b", "varh"), ("reactive_energy_export_q3_c", "varh"),
+    ("reactive_energy_export_q4", "varh"), ("reactive_energy_export_q4_a", "varh"),
+    ("reactive_energy_export_q4_b", "varh"), ("reactive_energy_export_q4_c", "varh"), ("TotVArh_SF", None),
+    ("events", None),
+]
+
+
 IMAGES = {
     "sdm120": sdm120,
     "sdm230": sdm230,
@@ -784,4 +856,5 @@ IMAGES = {
     "sunspec-101": lambda unit: sunspec_inverter(unit, "sunspec-101", base=50000, model_id=101),
     "sunspec-103-nolen": lambda unit: sunspec_inverter(unit, "sunspec-103-nolen", end_length=False),
     "sunspec-113": sunspec_float_inverter,
+    "sunspec-meter-203": sunspec_meter,
 }

@@ -64,8 +64,36 @@ function checkDevice(device: Obj, i: number, buses: Map<string, string>, models:
   }
 }
 
+/** A persona unit: its model exists, every bound or written point is one of its register points, every source device exists. */
+function checkPersona(unit: Obj, at: string, deviceIds: Set<string>, models: ReadonlyMap<string, unknown>, problems: string[]): void {
+  const model = models.get(String(unit.persona));
+  if (!isObj(model)) {
+    problems.push(`${at}.persona: unknown model "${String(unit.persona)}"`);
+    return;
+  }
+  const tableOf = new Map(list(model.points).filter((p) => isObj(p) && isObj(p.modbus)).map((p) => [String((p as Obj).name), String(((p as Obj).modbus as Obj).table)]));
+  const registers = new Set([...tableOf].filter(([, table]) => table === 'input' || table === 'holding').map(([name]) => name));
+  const bind = isObj(unit.bind) ? unit.bind : {};
+  for (const [name, spec] of Object.entries(bind)) {
+    if (!registers.has(name)) problems.push(`${at}.bind.${name}: model "${String(unit.persona)}" has no register point "${name}"`);
+    const sources = typeof spec === 'string' ? [spec] : isObj(spec) ? [spec.point, ...list(spec.sum)] : [];
+    for (const source of sources) {
+      if (typeof source !== 'string' || !source.includes('.')) continue; // the schema names a malformed source
+      const device = source.slice(0, source.indexOf('.'));
+      if (!deviceIds.has(device)) problems.push(`${at}.bind.${name}: unknown device "${device}" in "${source}" (${known(deviceIds)})`);
+    }
+  }
+  for (const [name, policy] of Object.entries(isObj(unit.write) ? unit.write : {})) {
+    if (!registers.has(name)) problems.push(`${at}.write.${name}: model "${String(unit.persona)}" has no register point "${name}"`);
+    else if (policy !== 'reject' && tableOf.get(name) !== 'holding') problems.push(`${at}.write.${name}: an input register cannot be written`);
+    else if (policy === 'forward' && !(typeof bind[name] === 'string' || (isObj(bind[name]) && typeof (bind[name] as Obj).point === 'string'))) {
+      problems.push(`${at}.write.${name}: "forward" needs the point bound to one source point`);
+    }
+  }
+}
+
 /** Servers: unique ids and TCP endpoints, unit ids unique per server, each unit one existing device (or a persona). */
-function checkServers(servers: unknown[], deviceIds: Set<string>, problems: string[]): void {
+function checkServers(servers: unknown[], deviceIds: Set<string>, models: ReadonlyMap<string, unknown>, problems: string[]): void {
   checkUniqueIds(servers, 'servers', 'server', problems);
   const endpoints = new Map<string, number>();
   servers.forEach((server, i) => {
@@ -89,6 +117,8 @@ function checkServers(servers: unknown[], deviceIds: Set<string>, problems: stri
       if ((unit.device === undefined) === (unit.persona === undefined)) problems.push(`${at}: needs exactly one of "device" or "persona"`);
       if (typeof unit.device === 'string' && !deviceIds.has(unit.device)) problems.push(`${at}.device: unknown device "${unit.device}" (${known(deviceIds)})`);
       if (unit.persona !== undefined && unit.writes !== undefined && unit.writes !== false) problems.push(`${at}.writes: is for device units`);
+      if (typeof unit.persona === 'string') checkPersona(unit, at, deviceIds, models, problems);
+      if (server.transport === 'rtu' && unit.device !== undefined) problems.push(`${at}.device: an RTU server serves persona units only (a device's own registers are shared over TCP)`);
     });
   });
 }
@@ -140,6 +170,6 @@ export function checkCrossReferences(cfg: Obj, models: ReadonlyMap<string, unkno
   });
   if (exportShadow.interval === 0) problems.push('export.shadow.interval: must be greater than 0');
   const deviceIds = new Set(devices.filter(isObj).map((d) => d.id).filter((id): id is string => typeof id === 'string'));
-  checkServers(list(cfg.servers), deviceIds, problems);
+  checkServers(list(cfg.servers), deviceIds, models, problems);
   return problems;
 }

@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit."},"persona":{"description":"Library model whose register map this unit serves from shadow points (instead of \"device\").","type":"string","minLength":1},"bind":{"description":"Persona point → source \"<device>.<point>\" or an object with \"point\" and options.","type":"object"}}}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -70,11 +70,11 @@ const pattern2 = new RegExp("^(mqtts?|wss?|tcp|tls)://.+", "u");
 const pattern4 = new RegExp("^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$", "u");
 const pattern10 = new RegExp("^https?://.+", "u");
 const pattern13 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
-const pattern41 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
-const pattern42 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
-const pattern43 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
-const pattern44 = new RegExp("^[A-Z]{2}$", "u");
-const pattern45 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
+const pattern44 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
+const pattern45 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern46 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
+const pattern47 = new RegExp("^[A-Z]{2}$", "u");
+const pattern48 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
 const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
 const pattern16 = new RegExp("^auto$", "u");
 
@@ -1152,7 +1152,7 @@ validate12.errors = vErrors;
 return errors === 0;
 }
 
-const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
+const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
 const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
 const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}};
 const pattern24 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
@@ -3615,11 +3615,12 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data.points !== undefined){
-let data24 = data.points;
-if(Array.isArray(data24)){
-if(data24.length < 1){
-const err50 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data24};
+if(data.persona !== undefined){
+let data24 = data.persona;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+for(const key5 in data24){
+if(!(key5 === "constants")){
+const err50 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.persona,data:data24};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -3628,16 +3629,14 @@ vErrors.push(err50);
 }
 errors++;
 }
-const len2 = data24.length;
-for(let i2=0; i2<len2; i2++){
-if(!(validate15(data24[i2], {instancePath:instancePath+"/points/" + i2,parentData:data24,parentDataProperty:i2,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err51 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data24};
+if(data24.constants !== undefined){
+let data25 = data24.constants;
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+for(const key6 in data25){
+let data26 = data25[key6];
+if((!((typeof data26 == "number") && (isFinite(data26)))) && (typeof data26 !== "string")){
+const err51 = {instancePath:instancePath+"/persona/constants/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/persona/properties/constants/additionalProperties/type",keyword:"type",params:{type: schema32.properties.persona.properties.constants.additionalProperties.type},message:"must be number,string",schema:schema32.properties.persona.properties.constants.additionalProperties.type,parentSchema:schema32.properties.persona.properties.constants.additionalProperties,data:data26};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -3649,12 +3648,68 @@ errors++;
 }
 }
 else {
-const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+const err52 = {instancePath:instancePath+"/persona/constants",schemaPath:"#/properties/persona/properties/constants/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.persona.properties.constants.type,parentSchema:schema32.properties.persona.properties.constants,data:data25};
 if(vErrors === null){
 vErrors = [err52];
 }
 else {
 vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.persona.type,parentSchema:schema32.properties.persona,data:data24};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data.points !== undefined){
+let data27 = data.points;
+if(Array.isArray(data27)){
+if(data27.length < 1){
+const err54 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data27};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+const len2 = data27.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate15(data27[i2], {instancePath:instancePath+"/points/" + i2,parentData:data27,parentDataProperty:i2,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data27};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
 }
 errors++;
 }
@@ -4101,17 +4156,20 @@ return errors === 0;
 }
 
 const schema45 = {"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]};
-const schema48 = {"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit."},"persona":{"description":"Library model whose register map this unit serves from shadow points (instead of \"device\").","type":"string","minLength":1},"bind":{"description":"Persona point → source \"<device>.<point>\" or an object with \"point\" and options.","type":"object"}}};
+const schema48 = {"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]};
+const pattern38 = new RegExp("^[^.]+\\..+$", "u");
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
+const _errs2 = errors;
+let valid1 = true;
+const _errs3 = errors;
+if(errors === _errs3){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.writes === undefined){
-data.writes = false;
-}
-if(data.unit === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "unit"},message:"must have required property '"+"unit"+"'",schema:schema48.required,parentSchema:schema48,data};
+let missing0;
+if((data.persona === undefined) && (missing0 = "persona")){
+const err0 = {};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4120,9 +4178,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((((key0 === "unit") || (key0 === "device")) || (key0 === "writes")) || (key0 === "max_age")) || (key0 === "persona")) || (key0 === "bind"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema48,data};
+else {
+if(data.persona !== undefined){
+if(typeof data.persona !== "string"){
+const err1 = {};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4132,10 +4191,10 @@ vErrors.push(err1);
 errors++;
 }
 }
-if(data.unit !== undefined){
-let data0 = data.unit;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err2 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema48.properties.unit.type,parentSchema:schema48.properties.unit,data:data0};
+}
+}
+else {
+const err2 = {};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4144,9 +4203,38 @@ vErrors.push(err2);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 247 || isNaN(data0)){
-const err3 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema48.properties.unit,data:data0};
+}
+var _valid0 = _errs3 === errors;
+errors = _errs2;
+if(vErrors !== null){
+if(_errs2){
+vErrors.length = _errs2;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid0){
+const _errs7 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.max_age === undefined){
+data.max_age = "5s";
+}
+if(data.stale === undefined){
+data.stale = "silent";
+}
+if(data.capture === undefined){
+data.capture = false;
+}
+if(data.bind === undefined){
+data.bind = {};
+}
+if(data.write === undefined){
+data.write = {};
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.allOf[0].then.type,parentSchema:schema48.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4155,8 +4243,11 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(data0 < 1 || isNaN(data0)){
-const err4 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema48.properties.unit,data:data0};
+var _valid0 = _errs7 === errors;
+valid1 = _valid0;
+}
+if(!valid1){
+const err4 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema48.allOf[0].if,parentSchema:schema48.allOf[0],data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4165,13 +4256,12 @@ vErrors.push(err4);
 }
 errors++;
 }
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.writes === undefined){
+data.writes = false;
 }
-}
-if(data.device !== undefined){
-let data1 = data.device;
-if(typeof data1 === "string"){
-if(!pattern13.test(data1)){
-const err5 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data1};
+if(data.unit === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "unit"},message:"must have required property '"+"unit"+"'",schema:schema48.required,parentSchema:schema48,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4180,9 +4270,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-else {
-const err6 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data1};
+for(const key0 in data){
+if(!(func2.call(schema48.properties, key0))){
+const err6 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema48,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4192,9 +4282,10 @@ vErrors.push(err6);
 errors++;
 }
 }
-let data2 = data.writes;
-if(typeof data2 !== "boolean"){
-const err7 = {instancePath:instancePath+"/writes",schemaPath:"#/properties/writes/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.writes.type,parentSchema:schema48.properties.writes,data:data2};
+if(data.unit !== undefined){
+let data1 = data.unit;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err7 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema48.properties.unit.type,parentSchema:schema48.properties.unit,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4203,11 +4294,9 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data.max_age !== undefined){
-let data3 = data.max_age;
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err8 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data3};
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 > 247 || isNaN(data1)){
+const err8 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema48.properties.unit,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4216,9 +4305,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-}
-else {
-const err9 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data3};
+if(data1 < 1 || isNaN(data1)){
+const err9 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema48.properties.unit,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -4228,11 +4316,12 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.persona !== undefined){
-let data4 = data.persona;
-if(typeof data4 === "string"){
-if(func3(data4) < 1){
-const err10 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.persona,data:data4};
+}
+if(data.device !== undefined){
+let data2 = data.device;
+if(typeof data2 === "string"){
+if(!pattern13.test(data2)){
+const err10 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data2};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -4243,7 +4332,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.persona.type,parentSchema:schema48.properties.persona,data:data4};
+const err11 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -4253,10 +4342,9 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.bind !== undefined){
-let data5 = data.bind;
-if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
-const err12 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.type,parentSchema:schema48.properties.bind,data:data5};
+let data3 = data.writes;
+if(typeof data3 !== "boolean"){
+const err12 = {instancePath:instancePath+"/writes",schemaPath:"#/properties/writes/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.writes.type,parentSchema:schema48.properties.writes,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4265,15 +4353,467 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
+if(data.max_age !== undefined){
+let data4 = data.max_age;
+if(typeof data4 === "string"){
+if(!pattern4.test(data4)){
+const err13 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data4};
 if(vErrors === null){
 vErrors = [err13];
 }
 else {
 vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data4};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.persona !== undefined){
+let data5 = data.persona;
+if(typeof data5 === "string"){
+if(func3(data5) < 1){
+const err15 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.persona,data:data5};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.persona.type,parentSchema:schema48.properties.persona,data:data5};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.bind !== undefined){
+let data6 = data.bind;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key1 in data6){
+let data7 = data6[key1];
+const _errs27 = errors;
+let valid7 = false;
+let passing0 = null;
+const _errs28 = errors;
+if(typeof data7 === "string"){
+if(!pattern38.test(data7)){
+const err17 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema48.properties.bind.additionalProperties.oneOf[0],data:data7};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.bind.additionalProperties.oneOf[0].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[0],data:data7};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+var _valid1 = _errs28 === errors;
+if(_valid1){
+valid7 = true;
+passing0 = 0;
+}
+const _errs30 = errors;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.point === undefined){
+const err19 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/required",keyword:"required",params:{missingProperty: "point"},message:"must have required property '"+"point"+"'",schema:schema48.properties.bind.additionalProperties.oneOf[1].required,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1],data:data7};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+for(const key2 in data7){
+if(!(((key2 === "point") || (key2 === "scale")) || (key2 === "negate"))){
+const err20 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1],data:data7};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data7.point !== undefined){
+let data8 = data7.point;
+if(typeof data8 === "string"){
+if(!pattern38.test(data8)){
+const err21 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.bind.additionalProperties.oneOf[1].properties.point.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data7.scale !== undefined){
+let data9 = data7.scale;
+if(!((typeof data9 == "number") && (isFinite(data9)))){
+const err23 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/scale",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema48.properties.bind.additionalProperties.oneOf[1].properties.scale.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.scale,data:data9};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data7.negate !== undefined){
+let data10 = data7.negate;
+if(typeof data10 !== "boolean"){
+const err24 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/negate",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/negate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.bind.additionalProperties.oneOf[1].properties.negate.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.negate,data:data10};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.additionalProperties.oneOf[1].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1],data:data7};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+var _valid1 = _errs30 === errors;
+if(_valid1 && valid7){
+valid7 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid1){
+valid7 = true;
+passing0 = 1;
+}
+const _errs39 = errors;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.sum === undefined){
+const err26 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/required",keyword:"required",params:{missingProperty: "sum"},message:"must have required property '"+"sum"+"'",schema:schema48.properties.bind.additionalProperties.oneOf[2].required,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2],data:data7};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+for(const key3 in data7){
+if(!(((key3 === "sum") || (key3 === "scale")) || (key3 === "negate"))){
+const err27 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2],data:data7};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+if(data7.sum !== undefined){
+let data11 = data7.sum;
+if(Array.isArray(data11)){
+if(data11.length < 1){
+const err28 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum,data:data11};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+const len0 = data11.length;
+for(let i0=0; i0<len0; i0++){
+let data12 = data11[i0];
+if(typeof data12 === "string"){
+if(!pattern38.test(data12)){
+const err29 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.items.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum,data:data11};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data7.scale !== undefined){
+let data13 = data7.scale;
+if(!((typeof data13 == "number") && (isFinite(data13)))){
+const err32 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/scale",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.scale.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.scale,data:data13};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data7.negate !== undefined){
+let data14 = data7.negate;
+if(typeof data14 !== "boolean"){
+const err33 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/negate",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/negate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.negate.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.negate,data:data14};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.additionalProperties.oneOf[2].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2],data:data7};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+var _valid1 = _errs39 === errors;
+if(_valid1 && valid7){
+valid7 = false;
+passing0 = [passing0, 2];
+}
+else {
+if(_valid1){
+valid7 = true;
+passing0 = 2;
+}
+const _errs50 = errors;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.value === undefined){
+const err35 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema48.properties.bind.additionalProperties.oneOf[3].required,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3],data:data7};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+for(const key4 in data7){
+if(!(key4 === "value")){
+const err36 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3],data:data7};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data7.value !== undefined){
+let data15 = data7.value;
+if((!((typeof data15 == "number") && (isFinite(data15)))) && (typeof data15 !== "string")){
+const err37 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/value",schemaPath:"#/properties/bind/additionalProperties/oneOf/3/properties/value/type",keyword:"type",params:{type: schema48.properties.bind.additionalProperties.oneOf[3].properties.value.type},message:"must be number,string",schema:schema48.properties.bind.additionalProperties.oneOf[3].properties.value.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3].properties.value,data:data15};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.additionalProperties.oneOf[3].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3],data:data7};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+var _valid1 = _errs50 === errors;
+if(_valid1 && valid7){
+valid7 = false;
+passing0 = [passing0, 3];
+}
+else {
+if(_valid1){
+valid7 = true;
+passing0 = 3;
+}
+}
+}
+}
+if(!valid7){
+const err39 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema48.properties.bind.additionalProperties.oneOf,parentSchema:schema48.properties.bind.additionalProperties,data:data7};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+else {
+errors = _errs27;
+if(vErrors !== null){
+if(_errs27){
+vErrors.length = _errs27;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.type,parentSchema:schema48.properties.bind,data:data6};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data.write !== undefined){
+let data16 = data.write;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+for(const key5 in data16){
+let data17 = data16[key5];
+if(!(((data17 === "store") || (data17 === "forward")) || (data17 === "reject"))){
+const err41 = {instancePath:instancePath+"/write/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/write/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema48.properties.write.additionalProperties.enum},message:"must be equal to one of the allowed values",schema:schema48.properties.write.additionalProperties.enum,parentSchema:schema48.properties.write.additionalProperties,data:data17};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.write.type,parentSchema:schema48.properties.write,data:data16};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.stale !== undefined){
+let data18 = data.stale;
+if(!(((data18 === "silent") || (data18 === "exception")) || (data18 === "hold"))){
+const err43 = {instancePath:instancePath+"/stale",schemaPath:"#/properties/stale/enum",keyword:"enum",params:{allowedValues: schema48.properties.stale.enum},message:"must be equal to one of the allowed values",schema:schema48.properties.stale.enum,parentSchema:schema48.properties.stale,data:data18};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data.capture !== undefined){
+let data19 = data.capture;
+if(typeof data19 !== "boolean"){
+const err44 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.capture.type,parentSchema:schema48.properties.capture,data:data19};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+}
+else {
+const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
 }
 errors++;
 }
@@ -6847,7 +7387,7 @@ errors++;
 if(data71.hostname !== undefined){
 let data72 = data71.hostname;
 if(typeof data72 === "string"){
-if(!pattern41.test(data72)){
+if(!pattern44.test(data72)){
 const err130 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data72};
 if(vErrors === null){
 vErrors = [err130];
@@ -6940,7 +7480,7 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(!pattern42.test(data74)){
+if(!pattern45.test(data74)){
 const err138 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
 if(vErrors === null){
 vErrors = [err138];
@@ -6965,7 +7505,7 @@ errors++;
 if(data73.psk !== undefined){
 let data75 = data73.psk;
 if(typeof data75 === "string"){
-if(!pattern43.test(data75)){
+if(!pattern46.test(data75)){
 const err140 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data75};
 if(vErrors === null){
 vErrors = [err140];
@@ -6990,7 +7530,7 @@ errors++;
 if(data73.country !== undefined){
 let data76 = data73.country;
 if(typeof data76 === "string"){
-if(!pattern44.test(data76)){
+if(!pattern47.test(data76)){
 const err142 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data76};
 if(vErrors === null){
 vErrors = [err142];
@@ -7041,7 +7581,7 @@ const len7 = data78.length;
 for(let i8=0; i8<len7; i8++){
 let data79 = data78[i8];
 if(typeof data79 === "string"){
-if(!pattern45.test(data79)){
+if(!pattern48.test(data79)){
 const err146 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i8,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data79};
 if(vErrors === null){
 vErrors = [err146];
@@ -7753,11 +8293,12 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data.points !== undefined){
-let data24 = data.points;
-if(Array.isArray(data24)){
-if(data24.length < 1){
-const err50 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data24};
+if(data.persona !== undefined){
+let data24 = data.persona;
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+for(const key5 in data24){
+if(!(key5 === "constants")){
+const err50 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema32.properties.persona,data:data24};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -7766,16 +8307,14 @@ vErrors.push(err50);
 }
 errors++;
 }
-const len2 = data24.length;
-for(let i2=0; i2<len2; i2++){
-if(!(validate15(data24[i2], {instancePath:instancePath+"/points/" + i2,parentData:data24,parentDataProperty:i2,rootData}))){
-vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
-errors = vErrors.length;
 }
-}
-}
-else {
-const err51 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data24};
+if(data24.constants !== undefined){
+let data25 = data24.constants;
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+for(const key6 in data25){
+let data26 = data25[key6];
+if((!((typeof data26 == "number") && (isFinite(data26)))) && (typeof data26 !== "string")){
+const err51 = {instancePath:instancePath+"/persona/constants/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/persona/properties/constants/additionalProperties/type",keyword:"type",params:{type: schema32.properties.persona.properties.constants.additionalProperties.type},message:"must be number,string",schema:schema32.properties.persona.properties.constants.additionalProperties.type,parentSchema:schema32.properties.persona.properties.constants.additionalProperties,data:data26};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -7787,12 +8326,68 @@ errors++;
 }
 }
 else {
-const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+const err52 = {instancePath:instancePath+"/persona/constants",schemaPath:"#/properties/persona/properties/constants/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.persona.properties.constants.type,parentSchema:schema32.properties.persona.properties.constants,data:data25};
 if(vErrors === null){
 vErrors = [err52];
 }
 else {
 vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.properties.persona.type,parentSchema:schema32.properties.persona,data:data24};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+if(data.points !== undefined){
+let data27 = data.points;
+if(Array.isArray(data27)){
+if(data27.length < 1){
+const err54 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema32.properties.points,data:data27};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+const len2 = data27.length;
+for(let i2=0; i2<len2; i2++){
+if(!(validate15(data27[i2], {instancePath:instancePath+"/points/" + i2,parentData:data27,parentDataProperty:i2,rootData}))){
+vErrors = vErrors === null ? validate15.errors : vErrors.concat(validate15.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/points",schemaPath:"#/properties/points/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema32.properties.points.type,parentSchema:schema32.properties.points,data:data27};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema32.type,parentSchema:schema32,data};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
 }
 errors++;
 }
@@ -7802,7 +8397,7 @@ return errors === 0;
 
 export const validateBoard = validate31;
 const schema55 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
-const pattern46 = new RegExp("^[a-z0-9-]+$", "u");
+const pattern49 = new RegExp("^[a-z0-9-]+$", "u");
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://shadowgate.dev/board.schema.json" */;
@@ -7894,7 +8489,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern46.test(data0)){
+if(!pattern49.test(data0)){
 const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema55.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err8];
@@ -8868,14 +9463,14 @@ return errors === 0;
 }
 
 export const condition6 = validate38;
-const schema62 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
+const schema62 = {"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema62.required,parentSchema:schema62,data};
+if(data.persona === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "persona"},message:"must have required property '"+"persona"+"'",schema:schema62.required,parentSchema:schema62,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8884,10 +9479,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("constant" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema62.properties.fn,data:data0};
+if(data.persona !== undefined){
+let data0 = data.persona;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema62.properties.persona.type,parentSchema:schema62.properties.persona,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8913,7 +9508,7 @@ return errors === 0;
 }
 
 export const condition7 = validate39;
-const schema63 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
+const schema63 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -8931,8 +9526,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("sine" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema63.properties.fn,data:data0};
+if("constant" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema63.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8958,7 +9553,7 @@ return errors === 0;
 }
 
 export const condition8 = validate40;
-const schema64 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+const schema64 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -8976,8 +9571,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("random_walk" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema64.properties.fn,data:data0};
+if("sine" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema64.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9003,7 +9598,7 @@ return errors === 0;
 }
 
 export const condition9 = validate41;
-const schema65 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+const schema65 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -9021,8 +9616,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("counter" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema65.properties.fn,data:data0};
+if("random_walk" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema65.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9047,6 +9642,51 @@ validate41.errors = vErrors;
 return errors === 0;
 }
 
+export const condition10 = validate42;
+const schema66 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema66.required,parentSchema:schema66,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("counter" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema66.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema66.type,parentSchema:schema66,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate42.errors = vErrors;
+return errors === 0;
+}
+
 export const conditions = {
   "/definitions/bus/allOf/0/if": condition0,
   "/definitions/bus/allOf/1/if": condition1,
@@ -9054,8 +9694,9 @@ export const conditions = {
   "/definitions/bus/allOf/3/if": condition3,
   "/definitions/server/allOf/0/if": condition4,
   "/definitions/server/allOf/1/if": condition5,
-  "/definitions/sim_point/allOf/0/if": condition6,
-  "/definitions/sim_point/allOf/1/if": condition7,
-  "/definitions/sim_point/allOf/2/if": condition8,
-  "/definitions/sim_point/allOf/3/if": condition9,
+  "/definitions/server_unit/allOf/0/if": condition6,
+  "/definitions/sim_point/allOf/0/if": condition7,
+  "/definitions/sim_point/allOf/1/if": condition8,
+  "/definitions/sim_point/allOf/2/if": condition9,
+  "/definitions/sim_point/allOf/3/if": condition10,
 };

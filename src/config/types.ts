@@ -85,6 +85,8 @@ export interface ModelConfig {
   write?: { single_register: 'fc06' | 'fc16' };
   /** SunSpec: base found by the "SunS" marker at one of these addresses. */
   sunspec?: { search: number[] };
+  /** Served as a persona: fixed register values (marker, model IDs, identity, scale factors). */
+  persona?: { constants?: Record<string, number | string> };
   points: PointConfig[];
 }
 
@@ -246,7 +248,7 @@ export interface GatewayConfig {
   system: SystemConfig;
 }
 
-/** One unit id of a Modbus server: a device's own registers, or (not served yet) a persona. */
+/** One unit id of a Modbus server: a device's own registers, or a persona (a library model served from shadow points). */
 export interface ServerUnitConfig {
   unit: number;
   device?: string;
@@ -254,7 +256,11 @@ export interface ServerUnitConfig {
   /** ms; absent: the server's. */
   max_age?: number;
   persona?: string;
+  /** Persona: model point -> source (see schema). */
   bind?: Record<string, unknown>;
+  write?: Record<string, 'store' | 'forward' | 'reject'>;
+  stale?: 'silent' | 'exception' | 'hold';
+  capture?: boolean;
 }
 
 interface ServerCommon {

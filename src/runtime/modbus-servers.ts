@@ -3,7 +3,7 @@
  * bus owners; it never opens a bus port itself) and stopped before them. A device is looked up on every
  * request, so a device edited or removed live is followed; the servers' own settings need a restart.
  */
-import type { GatewayConfig, ServerConfig } from '../config/types.js';
+import type { GatewayConfig, ModelConfig, ServerConfig } from '../config/types.js';
 import type { Clock } from '../core/clock.js';
 import type { DeviceIO } from '../core/io.js';
 import type { Shadow } from '../core/shadow.js';
@@ -13,6 +13,15 @@ import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
 import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
+import { RtuPersonaSlave, type UnitAnswer } from './persona/rtu-slave.js';
+import { PersonaUnit } from './persona/unit.js';
+
+/** What persona units need: the shadow they are served from, the write pipeline, the model library. */
+export interface PersonaSources {
+  shadow: Shadow;
+  io: DeviceIO;
+  models: Readonly<Record<string, ModelConfig>>;
+}
 
 export interface ModbusServersPart extends Part<GatewayConfig> {
   /** Bound TCP port per server id. */
@@ -20,19 +29,51 @@ export interface ModbusServersPart extends Part<GatewayConfig> {
   /** Per server: totals, per client address and per unit (requests, hits, misses, writes, exceptions). */
   figures(): Record<string, ReturnType<TcpDoor['figures']['snapshot']>>;
   stats(): Record<string, unknown>;
+  /** A persona unit of a server, for its capture (undefined: no such persona). */
+  persona(serverId: string, unit: number): PersonaUnit | undefined;
+  /** Every persona unit of a server. */
+  personas(serverId: string): PersonaUnit[];
 }
 
-export interface ModbusServersDeps {
+export interface ModbusServersDeps extends PersonaSources {
   buses: BusesPart;
-  shadow: Shadow;
-  io: DeviceIO;
   clock: Clock;
   log: Logger;
 }
 
 export function createModbusServersPart(servers: readonly ServerConfig[], deps: ModbusServersDeps): ModbusServersPart {
   const { buses, clock, log } = deps;
+  const sources: PersonaSources = deps;
   const doors = new Map<string, TcpDoor>();
+  const slaves = new Map<string, RtuPersonaSlave>();
+  const personas = new Map<string, Map<number, PersonaUnit>>();
+  /** The persona units of a server, started; a unit whose model or binding cannot be served is logged and left out. */
+  const personaUnits = (config: ServerConfig): Map<number, UnitAnswer> => {
+    const answers = new Map<number, UnitAnswer>();
+    const units = new Map<number, PersonaUnit>();
+    for (const u of config.units) {
+      if (u.persona === undefined) continue;
+      const model = sources?.models[u.persona];
+      try {
+        if (!sources || !model) throw new Error(`model "${u.persona}" is not available`);
+        const unit = new PersonaUnit({
+          unit: u.unit, model, bind: u.bind ?? {}, write: u.write ?? {}, maxAgeMs: u.max_age ?? 5000,
+          stale: u.stale ?? 'silent', capture: u.capture ?? false,
+        }, { shadow: sources.shadow, io: sources.io, clock });
+        for (const source of unit.map.slots.flatMap((s) => s.binding?.sources ?? [])) {
+          const device = buses.devices.get(source.device);
+          if (device && !device.points.has(source.point)) log.warn({ server: config.id, unit: u.unit, source: `${source.device}.${source.point}` }, `persona source point ${source.device}.${source.point} is not a point of its device's model; the persona stays silent until it has a value`);
+        }
+        unit.start();
+        units.set(u.unit, unit);
+        answers.set(u.unit, (pdu) => unit.answer(pdu));
+      } catch (err) {
+        log.error({ server: config.id, unit: u.unit, err: (err as Error).message }, `persona unit ${u.unit} not served`);
+      }
+    }
+    personas.set(config.id, units);
+    return answers;
+  };
   /** Servers that could not start (a port in use): logged, reported, and the gateway runs on without them. */
   const failed = new Map<string, string>();
   const access = (deviceId: string): RawModbusAccess | undefined => {
@@ -55,12 +96,19 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
     name: 'modbus-servers',
     async start() {
       for (const config of servers) {
-        if (config.transport !== 'tcp') {
-          failed.set(config.id, `transport "${config.transport}" is not available in this build`);
-          log.error({ server: config.id }, `modbus server ${config.id}: transport "${config.transport}" is not available in this build; not started`);
+        const answers = personaUnits(config);
+        if (config.transport === 'rtu') {
+          const slave = new RtuPersonaSlave(config, answers, clock, log);
+          try {
+            await slave.start();
+            slaves.set(config.id, slave);
+          } catch (err) {
+            failed.set(config.id, (err as Error).message);
+            log.error({ server: config.id, err }, `modbus server ${config.id} failed to start`);
+          }
           continue;
         }
-        const door = new TcpDoor({ config, access, generated, clock, log });
+        const door = new TcpDoor({ config, access, generated, clock, log, personas: answers });
         try {
           await door.start();
           doors.set(config.id, door);
@@ -73,12 +121,19 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
     async stop() {
       for (const door of doors.values()) await door.stop();
       doors.clear();
+      for (const slave of slaves.values()) await slave.stop();
+      slaves.clear();
+      for (const units of personas.values()) for (const unit of units.values()) unit.stop();
+      personas.clear();
     },
     ports: () => Object.fromEntries([...doors].map(([id, d]) => [id, d.port])),
     figures: () => Object.fromEntries([...doors].map(([id, d]) => [id, d.figures.snapshot()])),
     stats: () => ({
       ...Object.fromEntries([...doors].map(([id, d]) => [id, d.stats()])),
+      ...Object.fromEntries([...slaves].map(([id, s]) => [id, { ...s.counts }])),
       ...Object.fromEntries([...failed].map(([id, error]) => [id, { running: false, error }])),
     }),
+    persona: (serverId, unit) => personas.get(serverId)?.get(unit),
+    personas: (serverId) => [...(personas.get(serverId)?.values() ?? [])],
   };
 }

@@ -14,7 +14,8 @@ export const MAX_PIPELINE = 16;
 interface Slot {
   tid: number;
   unit: number;
-  answer: Uint8Array | null;
+  /** null: the request is answered with silence (a stale persona); undefined: still open. */
+  answer: Uint8Array | null | undefined;
 }
 
 export class DoorConnection {
@@ -26,7 +27,7 @@ export class DoorConnection {
   readonly key: string;
   readonly address: string;
 
-  constructor(private readonly socket: Socket, private readonly handle: (frame: MbapFrame) => Promise<Uint8Array>, private readonly onClose: () => void) {
+  constructor(private readonly socket: Socket, private readonly handle: (frame: MbapFrame) => Promise<Uint8Array | null>, private readonly onClose: () => void) {
     this.address = normalizeAddress(socket.remoteAddress ?? '');
     this.key = `${this.address}:${socket.remotePort ?? 0}`;
     socket.setNoDelay(true);
@@ -64,7 +65,7 @@ export class DoorConnection {
   }
 
   private start(frame: MbapFrame): void {
-    const slot: Slot = { tid: frame.tid, unit: frame.unit, answer: null };
+    const slot: Slot = { tid: frame.tid, unit: frame.unit, answer: undefined };
     this.slots.push(slot);
     void this.handle(frame).then((pdu) => {
       slot.answer = pdu;
@@ -73,9 +74,9 @@ export class DoorConnection {
   }
 
   private flush(): void {
-    while (this.slots.length > 0 && this.slots[0]!.answer) {
+    while (this.slots.length > 0 && this.slots[0]!.answer !== undefined) {
       const slot = this.slots.shift()!;
-      if (!this.closed) this.socket.write(encodeMbap(slot.tid, slot.unit, slot.answer!));
+      if (!this.closed && slot.answer) this.socket.write(encodeMbap(slot.tid, slot.unit, slot.answer));
     }
     this.pump();
   }

@@ -8,6 +8,7 @@ import type { TcpServerConfig } from '../../config/types.js';
 import type { Clock } from '../../core/clock.js';
 import type { RawModbusAccess } from '../../drivers/types.js';
 import type { Logger } from '../../util/logger.js';
+import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
 import { Figures } from './figures.js';
 import type { GeneratedUnit } from './generated-unit.js';
@@ -19,6 +20,8 @@ export interface TcpDoorParts {
   generated(deviceId: string): GeneratedUnit | undefined;
   clock: Clock;
   log: Logger;
+  /** Persona units by unit id: answered from their snapshot (null: silence), never through a bus. */
+  personas?: ReadonlyMap<number, (pdu: Uint8Array) => Promise<Uint8Array | null>>;
 }
 
 export class TcpDoor {
@@ -35,7 +38,8 @@ export class TcpDoor {
     const units = new Map<number, DeviceUnit>();
     for (const u of config.units) {
       if (u.device === undefined) {
-        log.warn({ server: config.id, unit: u.unit }, 'persona units are not served by this build; the unit answers exception 0x0A');
+        if (this.parts.personas?.has(u.unit)) continue;
+        log.warn({ server: config.id, unit: u.unit }, 'persona unit not served (its error is logged above); the unit answers exception 0x0A');
         continue;
       }
       units.set(u.unit, { unit: u.unit, device: u.device, writes: u.writes, maxAgeMs: u.max_age ?? config.max_age });
@@ -54,7 +58,12 @@ export class TcpDoor {
         return;
       }
       const budget = new Budget(config.miss_rate, clock.mono());
-      const conn: DoorConnection = new DoorConnection(socket, (frame) => handle(frame, address, budget), () => this.connections.delete(conn));
+      const personas = this.parts.personas;
+      const answer = (frame: MbapFrame): Promise<Uint8Array | null> => {
+        const persona = personas?.get(frame.unit);
+        return persona ? persona(frame.pdu) : handle(frame, address, budget);
+      };
+      const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn));
       this.connections.add(conn);
     });
     await new Promise<void>((resolve, reject) => {

@@ -1,0 +1,188 @@
+/**
+ * One persona unit: a library model's registers served from shadow points. Its answers come from one
+ * immutable snapshot (a word array per table) rebuilt whenever a bound device's values change, so a
+ * value and its scale factor, or the two words of a float, always come from the same rebuild, and a read
+ * touches no bus and builds nothing but its answer. Freshness is checked per request on the shadow's
+ * monotonic "seen" times: past `max_age` of any bound point the unit is silent (the consumer's
+ * meter-loss behaviour), answers 0x0B, or holds the last snapshot, as configured.
+ */
+import type { ModelConfig } from '../../config/types.js';
+import type { Clock } from '../../core/clock.js';
+import type { DeviceIO } from '../../core/io.js';
+import type { Shadow } from '../../core/shadow.js';
+import { decodeRegisters } from '../../protocol/modbus/codec.js';
+import { EXCEPTION, decodeRequest, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
+import { exceptionFor } from '../door/handler.js';
+import { Capture } from './capture.js';
+import { buildMap, clusterOf, valueWords, type PersonaMap, type Slot, type WritePolicy } from './map.js';
+
+export type StalePolicy = 'silent' | 'exception' | 'hold';
+
+export interface PersonaUnitConfig {
+  unit: number;
+  model: ModelConfig;
+  bind: Readonly<Record<string, unknown>>;
+  write?: Readonly<Record<string, WritePolicy>>;
+  maxAgeMs: number;
+  stale: StalePolicy;
+  capture?: boolean;
+}
+
+export interface PersonaDeps {
+  shadow: Shadow;
+  io?: DeviceIO;
+  clock: Clock;
+}
+
+interface Snapshot {
+  input: Uint16Array;
+  holding: Uint16Array;
+}
+
+export class PersonaUnit {
+  readonly unit: number;
+  readonly map: PersonaMap;
+  readonly capture: Capture | null;
+  private snap: Snapshot;
+  private readonly stored = new Map<string, number[]>();
+  private readonly devices: Set<string>;
+  private readonly sources: { device: string; point: string }[];
+  /** Snapshots built (for tests and stats). */
+  rebuilds = 0;
+
+  constructor(private readonly config: PersonaUnitConfig, private readonly deps: PersonaDeps) {
+    this.unit = config.unit;
+    // The model's constants (marker, IDs, identity, scale factors) unless the unit binds the point itself.
+    const constants = Object.fromEntries(Object.entries(config.model.persona?.constants ?? {}).map(([name, value]) => [name, { value }]));
+    this.map = buildMap(config.model, { ...constants, ...config.bind }, config.write);
+    this.sources = this.map.slots.flatMap((s) => s.binding?.sources ?? []);
+    this.devices = new Set(this.sources.map((s) => s.device));
+    this.capture = config.capture ? new Capture(deps.clock) : null;
+    this.snap = this.build();
+  }
+
+  start(): void {
+    this.deps.shadow.bus.on(this, 'dataChange', (e) => {
+      if (this.devices.has(e.id)) this.snap = this.build();
+    });
+  }
+
+  stop(): void {
+    this.deps.shadow.bus.off(this);
+  }
+
+  /**
+   * Age of the oldest bound point's last sample, ms (Infinity while one was never sampled); 0 without
+   * bindings. A sample the device marked "not available" is fresh but has no value: its register answers
+   * "not implemented" while the rest is served.
+   */
+  oldestAgeMs(): number {
+    const { shadow, clock } = this.deps;
+    const t = shadow.table;
+    const now = clock.mono();
+    let oldest = 0;
+    for (const s of this.sources) {
+      const d = shadow.slotIndex(s.device);
+      const p = d < 0 ? undefined : t.devices[d]?.points.get(s.point);
+      if (p === undefined) return Infinity;
+      oldest = Math.max(oldest, now - t.ptSeenMono[p]!);
+    }
+    return oldest;
+  }
+
+  /** The answer PDU to a request PDU, or null for silence. */
+  async answer(pdu: Uint8Array): Promise<Uint8Array | null> {
+    const fc = pdu[0] ?? 0;
+    const decoded = decodeRequest(pdu);
+    const out = decoded.ok ? await this.serve(decoded.req) : encodeException(fc, decoded.exception);
+    this.capture?.record(this.unit, decoded.ok ? decoded.req : { fc, address: 0, count: 0 }, out);
+    return out;
+  }
+
+  private async serve(req: ServerRequest): Promise<Uint8Array | null> {
+    if (req.fc === 3 || req.fc === 4) {
+      if (this.config.stale !== 'hold' && this.oldestAgeMs() > this.config.maxAgeMs) {
+        return this.config.stale === 'exception' ? encodeException(req.fc, EXCEPTION.targetFailed) : null;
+      }
+      const table = req.fc === 3 ? 'holding' : 'input';
+      const cluster = clusterOf(this.map, table, req.address, req.count);
+      if (!cluster) return encodeException(req.fc, EXCEPTION.illegalAddress);
+      const from = cluster.at + req.address - cluster.start;
+      return encodeRegisters(req.fc, this.snap[table].subarray(from, from + req.count));
+    }
+    if (req.fc !== 6 && req.fc !== 16) return encodeException(req.fc, EXCEPTION.illegalAddress);
+    return this.write(req);
+  }
+
+  /** FC6/16: every register written must belong to a store or forward point, each point written whole. */
+  private async write(req: Extract<ServerRequest, { fc: 6 | 16 }>): Promise<Uint8Array> {
+    const values = req.fc === 6 ? [req.value] : req.values;
+    const end = req.address + values.length;
+    const touched = this.map.slots.filter((s) => s.table === 'holding' && s.address < end && s.address + s.width > req.address);
+    let covered = 0;
+    for (const s of touched) {
+      if (s.write === 'reject' || s.address < req.address || s.address + s.width > end) return encodeException(req.fc, EXCEPTION.illegalAddress);
+      covered += s.width;
+    }
+    if (touched.length === 0 || covered !== values.length) return encodeException(req.fc, EXCEPTION.illegalAddress);
+    for (const s of touched.filter((t) => t.write === 'forward')) {
+      const words = values.slice(s.address - req.address, s.address - req.address + s.width);
+      try {
+        await this.forward(s, words);
+      } catch (err) {
+        return encodeException(req.fc, exceptionFor(err));
+      }
+    }
+    for (const s of touched.filter((t) => t.write === 'store')) this.stored.set(s.name, values.slice(s.address - req.address, s.address - req.address + s.width));
+    this.snap = this.build();
+    return encodeWriteAnswer(req);
+  }
+
+  /** A forwarded write: the words as the model reads them, back through the binding, to the source device. */
+  private async forward(slot: Slot, words: number[]): Promise<void> {
+    const { io } = this.deps;
+    if (!io) throw new Error('no write pipeline');
+    const raw = decodeRegisters(slot.block, words, 0);
+    const meaning = slot.point.values ? slot.point.values[String(raw)] : undefined;
+    const value = meaning ?? (typeof raw === 'number' ? raw * (slot.point.scale ?? 1) + (slot.point.offset ?? 0) : raw);
+    const source = slot.binding!.sources[0]!;
+    await io.writePoints(source.device, [{ name: source.point, value: typeof value === 'number' ? value / slot.binding!.scale : value }]);
+  }
+
+  /** The value of a slot now, in engineering units, or null. */
+  private value(slot: Slot): number | string | null {
+    const b = slot.binding;
+    if (!b) return null;
+    if (b.constant !== undefined) return b.constant;
+    let sum = 0;
+    for (const s of b.sources) {
+      let v: unknown;
+      try { v = this.deps.shadow.GetDevicePoint(s.device, s.point); } catch { return null; }
+      if (typeof v !== 'number') return b.sources.length === 1 && typeof v === 'string' ? v : null;
+      sum += v;
+    }
+    return sum * b.scale;
+  }
+
+  private build(): Snapshot {
+    const snap: Snapshot = { input: new Uint16Array(this.map.size.input), holding: new Uint16Array(this.map.size.holding) };
+    const scaleFactors = new Map<string, number>();
+    for (const slot of this.map.slots) {
+      const v = this.value(slot);
+      if (typeof v === 'number') scaleFactors.set(slot.name, v);
+    }
+    for (const slot of this.map.slots) {
+      const cluster = clusterOf(this.map, slot.table, slot.address, slot.width)!;
+      let words: readonly number[] | null = this.stored.get(slot.name) ?? null;
+      if (!words) {
+        const v = this.value(slot);
+        const sfName = slot.point.scale_factor;
+        const sf = sfName === undefined ? 0 : scaleFactors.get(sfName);
+        words = v === null || sf === undefined ? null : valueWords(slot, v, sf);
+      }
+      snap[slot.table].set(words ?? slot.missing, cluster.at + slot.address - cluster.start);
+    }
+    this.rebuilds++;
+    return snap;
+  }
+}

@@ -1,0 +1,81 @@
+/** Persona units in the config: defaults (max_age 5 s, silent), and the cross-checks against the model library and the devices. */
+import { readFileSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ConfigError, validateConfig } from '../../src/config/load.js';
+
+const base = {
+  gateway: { id: 'x', data_dir: '/tmp' },
+  buses: [{ id: 'sim', driver: 'simulator' }],
+  models: { s: { points: [{ name: 'p', type: 'float', access: 'RW', sim: { fn: 'constant', value: 1 } }] } },
+  devices: [{ id: 'p1', model: 's', bus: 'sim' }],
+};
+const withUnit = (unit: Record<string, unknown>) => ({ ...base, servers: [{ id: 't', transport: 'tcp', port: 0, units: [unit] }] });
+const problems = (unit: Record<string, unknown>): string[] => {
+  try {
+    validateConfig(withUnit(unit), { env: {} });
+    return [];
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+};
+
+test('a persona unit gets max_age 5 s (in ms) and the silent stale policy; a device unit keeps the server max_age', () => {
+  const cfg = validateConfig({ ...base, servers: [{ id: 't', transport: 'tcp', port: 0, units: [
+    { unit: 1, persona: 'eastron-sdm630', bind: { total_power: 'p1.p' } }, { unit: 2, device: 'p1' }] }] }, { env: {} });
+  const [persona, device] = cfg.servers[0]!.units;
+  assert.is(persona!.max_age, 5000);
+  assert.is(persona!.stale, 'silent');
+  assert.is(device!.max_age, undefined);
+});
+
+test('cross-checks: the persona model exists, bound points are its register points, sources name known devices', () => {
+  assert.equal(problems({ unit: 1, persona: 'nope' }), ['servers[0].units[0].persona: unknown model "nope"']);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { nothing: 'p1.p', total_power: { sum: ['p1.p', 'zz.p'] } } }), [
+    'servers[0].units[0].bind.nothing: model "eastron-sdm630" has no register point "nothing"',
+    'servers[0].units[0].bind.total_power: unknown device "zz" in "zz.p" (known: p1)',
+  ]);
+  assert.equal(problems({ unit: 1, persona: 'sunspec-meter-203', bind: { power: { sum: ['p1.p'] } }, write: { power: 'forward' } }),
+    ['servers[0].units[0].write.power: "forward" needs the point bound to one source point']);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', write: { total_power: 'store' } }),
+    ['servers[0].units[0].write.total_power: an input register cannot be written']);
+  assert.ok(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: 'nodot' } }).some((p) => p.includes('must match')));
+  assert.ok(problems({ unit: 1, persona: 'eastron-sdm630', stale: 'maybe' }).length > 0);
+  assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { point: 'p1.p', negate: true }, voltage_l1: { value: 230 } } }), []);
+});
+
+test('an RTU server serves persona units only', () => {
+  try {
+    validateConfig({ ...base, servers: [{ id: 'r', transport: 'rtu', port: '/dev/ttyUSB1', baud_rate: 9600, units: [{ unit: 1, device: 'p1' }] }] }, { env: {} });
+    assert.unreachable('accepted');
+  } catch (e) {
+    assert.instance(e, ConfigError);
+    assert.equal((e as ConfigError).problems, ['servers[0].units[0].device: an RTU server serves persona units only (a device\'s own registers are shared over TCP)']);
+  }
+});
+
+test('the server examples in docs/personas.md are valid configs', () => {
+  const text = readFileSync('docs/personas.md', 'utf8');
+  const blocks = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('"transport"'));
+  assert.ok(blocks.length >= 3, `${blocks.length} server examples`);
+  for (const block of blocks) {
+    const parsed = JSON.parse(block.trim().startsWith('"servers"') ? `{${block}}` : `{ "servers": [${block}] }`) as { servers: unknown[] };
+    const raw = {
+      gateway: { id: 'x', data_dir: '/tmp' },
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: '/dev/ttyUSB0' }],
+      devices: [
+        { id: 'grid', model: 'eastron-sdm630', bus: 'rs485', unit_id: 1 },
+        { id: 'inverter', model: 'sunspec-inverter', bus: 'rs485', unit_id: 3 },
+      ],
+      servers: parsed.servers,
+    };
+    try {
+      validateConfig(raw, { env: {} });
+    } catch (e) {
+      assert.unreachable(`${block}\n${e instanceof ConfigError ? e.problems.join('\n') : String(e)}`);
+    }
+  }
+});
+
+test.run();

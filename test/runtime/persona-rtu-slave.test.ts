@@ -1,0 +1,113 @@
+/**
+ * The RTU persona slave on a real pty pair, fed raw bytes: a broadcast is never answered, another unit's
+ * request and its answer are told apart and left alone, a request split across writes is answered once
+ * whole, and the answer carries a good CRC and goes out no earlier than t3.5 after the request was heard.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { SerialPort } from 'serialport';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RtuServerConfig } from '../../src/config/types.js';
+import { systemClock } from '../../src/core/clock.js';
+import { crc16, crcOk } from '../../src/protocol/modbus/frame.js';
+import { RtuPersonaSlave } from '../../src/runtime/persona/rtu-slave.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
+
+const why = rigUnavailable();
+if (why) console.log(`SKIP: RTU persona slave tests: ${why}`);
+
+let dir = '';
+let socat: ChildProcess | null = null;
+let slave: RtuPersonaSlave;
+let consumer: SerialPort;
+let heard: number[] = [];
+const asked: number[][] = [];
+
+const frame = (bytes: number[]): Buffer => {
+  const b = Buffer.from([...bytes, 0, 0]);
+  const crc = crc16(b, 0, bytes.length);
+  b[bytes.length] = crc & 0xff;
+  b[bytes.length + 1] = crc >> 8;
+  return b;
+};
+
+test.before(async () => {
+  if (why) return;
+  dir = await mkdtemp(path.join(os.tmpdir(), 'sg-rtu-slave-'));
+  const a = path.join(dir, 'ttyA');
+  const b = path.join(dir, 'ttyB');
+  socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
+  await waitFor('socat links', () => existsSync(a) && existsSync(b), 5000);
+  const config = { id: 's', transport: 'rtu', port: b, baud_rate: 9600, parity: 'none', data_bits: 8, stop_bits: 1, units: [], max_age: 0 } as RtuServerConfig;
+  slave = new RtuPersonaSlave(config, new Map([[2, async (pdu: Uint8Array) => {
+    asked.push([...pdu]);
+    return Uint8Array.of(4, 2, 0x12, 0x34);
+  }]]), systemClock, silentLogger);
+  await slave.start();
+  consumer = new SerialPort({ path: a, baudRate: 9600, autoOpen: false });
+  await new Promise<void>((resolve, reject) => consumer.open((err) => (err ? reject(err) : resolve())));
+  consumer.on('data', (d: Buffer) => heard.push(...d));
+});
+
+test.after(async () => {
+  if (consumer?.isOpen) await new Promise<void>((resolve) => consumer.close(() => resolve()));
+  await slave?.stop();
+  await kill(socat);
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const send = async (b: Buffer): Promise<void> => {
+  await new Promise<void>((resolve, reject) => consumer.write(b, (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve) => consumer.drain(() => resolve()));
+};
+
+test('a request to unit 2 is answered with a good CRC', async () => {
+  if (why) return;
+  heard = [];
+  await send(frame([2, 4, 0, 0, 0, 1]));
+  await waitFor('the answer', () => heard.length >= 7, 3000);
+  assert.equal(heard.slice(0, 5), [2, 4, 2, 0x12, 0x34]);
+  assert.ok(crcOk(Uint8Array.from(heard), 0, 7));
+  // Never before t3.5 (4.01 ms at 9600 baud) after the request was heard: the slave waits for it.
+  assert.ok(slave.counts.replyMs >= 11_000 / 9600 * 3.5, `answered after ${slave.counts.replyMs} ms`);
+});
+
+test('a broadcast, another unit and a response frame get no answer; the slave counts them', async () => {
+  if (why) return;
+  heard = [];
+  const before = { ...slave.counts };
+  await send(frame([0, 6, 0, 1, 0, 7])); // broadcast write
+  await sleep(50);
+  await send(frame([5, 4, 0, 0, 0, 1])); // another unit's request
+  await sleep(20);
+  await send(frame([5, 4, 2, 0, 9])); // that unit's answer
+  await sleep(50);
+  // Then ours: the only answer heard must be to it.
+  await send(frame([2, 4, 0, 0, 0, 1]));
+  await waitFor('the answer', () => heard.length >= 7, 3000);
+  await sleep(100);
+  assert.is(heard.length, 7, `heard ${JSON.stringify(heard)}`);
+  assert.is(slave.counts.broadcasts - before.broadcasts, 1);
+  assert.is(slave.counts.otherUnits - before.otherUnits, 1);
+  assert.is(slave.counts.responses - before.responses, 1);
+  assert.is(slave.counts.answered - before.answered, 1);
+});
+
+test('a request written in two pieces is answered once, whole', async () => {
+  if (why) return;
+  heard = [];
+  asked.length = 0;
+  const f = frame([2, 4, 0, 0x10, 0, 2]);
+  await send(f.subarray(0, 3));
+  await sleep(2);
+  await send(f.subarray(3));
+  await waitFor('the answer', () => heard.length >= 7, 3000);
+  assert.equal(asked, [[4, 0, 0x10, 0, 2]]);
+});
+
+test.run();

@@ -1,0 +1,207 @@
+/**
+ * Personas on real peers: a running gateway serves the library SDM630 as unit 2 on an RTU slave port
+ * (one end of a socat pty pair) polled by the pymodbus master on the other end, and as a TCP persona
+ * read by a raw Modbus TCP client. The source is a simulator device whose points the test writes
+ * through the gateway's write pipeline (each write is read back, so it is also a fresh sample).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateConfig } from '../../src/config/load.js';
+import { startGateway, type Gateway } from '../../src/gateway.js';
+import { createLogger, silentLogger } from '../../src/util/logger.js';
+import { freePort, kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
+import { RawModbusClient, read, writeRegister } from '../helpers/modbus-tcp-client.js';
+import { RtuMaster } from '../helpers/rtu-master.js';
+
+const why = rigUnavailable();
+if (why) console.log(`SKIP: persona server tests: ${why}`);
+
+let dir = '';
+let socat: ChildProcess | null = null;
+let gw: Gateway;
+let master: RtuMaster;
+let tcpPort = 0;
+const MAX_AGE_MS = 1500;
+
+/** SDM630 total_power (input 0x34) and voltage_l1 (input 0), float32 high word first. */
+const f32 = (hi: number, lo: number): number => {
+  const b = Buffer.alloc(4);
+  b.writeUInt16BE(hi, 0);
+  b.writeUInt16BE(lo, 2);
+  return b.readFloatBE(0);
+};
+const setSource = (values: Record<string, number>): Promise<void> =>
+  gw.io.writePoints('p1', Object.entries(values).map(([name, value]) => ({ name, value })));
+
+test.before(async () => {
+  if (why) return;
+  dir = await mkdtemp(path.join(os.tmpdir(), 'sg-persona-'));
+  const consumer = path.join(dir, 'ttyA');
+  const slavePort = path.join(dir, 'ttyB');
+  socat = spawn('socat', [`pty,raw,echo=0,link=${consumer}`, `pty,raw,echo=0,link=${slavePort}`], { stdio: 'ignore' });
+  await waitFor('socat links', () => existsSync(consumer) && existsSync(slavePort), 5000);
+  tcpPort = await freePort();
+  const raw = {
+    gateway: { id: 'persona', data_dir: dir, log_level: 'silent' },
+    http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
+    buses: [{ id: 'sim', driver: 'simulator' }],
+    models: {
+      source: { points: [
+        { name: 'power', type: 'float', access: 'RW', sim: { fn: 'constant', value: 0 } },
+        { name: 'voltage', type: 'float', access: 'RW', sim: { fn: 'constant', value: 230 } },
+      ] },
+      'em24-config': { points: [
+        { name: 'application', type: 'int', access: 'RW', modbus: { table: 'holding', address: '0xA000', data_type: 'uint16' } },
+      ] },
+    },
+    // A poll far longer than the test: the source is fresh only when the test writes it.
+    devices: [{ id: 'p1', model: 'source', bus: 'sim', poll: '10m' }],
+    servers: [
+      { id: 'grid', transport: 'rtu', port: slavePort, baud_rate: 9600, parity: 'none', data_bits: 8, stop_bits: 1, units: [
+        { unit: 2, persona: 'eastron-sdm630', max_age: `${MAX_AGE_MS}ms`, bind: { total_power: { point: 'p1.power', negate: true }, voltage_l1: 'p1.voltage' } },
+        { unit: 3, persona: 'em24-config', bind: { application: { value: 5 } }, write: { application: 'store' } },
+      ] },
+      { id: 'tcp', transport: 'tcp', host: '127.0.0.1', port: tcpPort, units: [
+        { unit: 1, persona: 'eastron-sdm630', max_age: `${MAX_AGE_MS}ms`, stale: 'exception', capture: true, bind: { voltage_l1: 'p1.voltage' } },
+        // Silent when stale (the default), a constant-only persona (never stale) and a device unit of the door.
+        { unit: 4, persona: 'eastron-sdm630', max_age: `${MAX_AGE_MS}ms`, bind: { voltage_l1: 'p1.voltage' } },
+        { unit: 5, persona: 'em24-config', bind: { application: { value: 5 } } },
+        { unit: 9, device: 'p1' },
+      ] },
+    ],
+  };
+  gw = await startGateway(validateConfig(raw, { env: {} }), { log: process.env.PERSONA_DEBUG ? createLogger('debug') : silentLogger, raw });
+  master = new RtuMaster();
+  await master.start(consumer);
+});
+
+test.after(async () => {
+  await master?.stop();
+  await gw?.stop();
+  await kill(socat);
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test('RTU: a pymodbus master polling unit 2 every 200 ms gets every answer, equal to the source', async () => {
+  if (why) return;
+  await setSource({ power: 1200, voltage: 231 });
+  const written = new Set([-1200]);
+  // The source changes while the master polls; writes every 300 ms also keep it fresh.
+  let stop = false;
+  const changer = (async () => {
+    for (let i = 0; !stop; i++) {
+      const power = 1000 + (i % 7) * 50;
+      written.add(-power);
+      await setSource({ power, voltage: 231 });
+      await sleep(300);
+    }
+  })();
+  // PERSONA_POLL_S: a longer soak by hand (make test runs 10 s).
+  const { results, summary } = await master.poll({ fc: 4, unit: 2, address: 0x34, count: 2, interval: 0.2 }, Number(process.env.PERSONA_POLL_S ?? 10));
+  stop = true;
+  await changer;
+  assert.equal(summary, { ok: results.length, timeouts: 0, errors: 0 });
+  assert.ok(results.length >= 20, `${results.length} polls`);
+  for (const r of results) assert.ok(written.has(f32(r.regs![0]!, r.regs![1]!)), `served ${f32(r.regs![0]!, r.regs![1]!)}, never written`);
+  await setSource({ power: 777, voltage: 232 });
+  const now = await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 });
+  assert.is(f32(now.regs![0]!, now.regs![1]!), 232);
+  const unbound = await master.run({ op: 'read', fc: 4, unit: 2, address: 2, count: 2 });
+  assert.ok(Number.isNaN(f32(unbound.regs![0]!, unbound.regs![1]!)), 'an unbound voltage_l2 is NaN, not 0');
+});
+
+test('RTU: other unit ids stay silent', async () => {
+  if (why) return;
+  await setSource({ power: 100, voltage: 230 });
+  assert.is((await master.run({ op: 'read', fc: 4, unit: 7, address: 0, count: 2 })).error, 'timeout');
+  assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok, 'unit 2 answers right after');
+});
+
+test('RTU: stale after max_age is silent, and the first new sample brings the persona back', async () => {
+  if (why) return;
+  await setSource({ power: 100, voltage: 229 });
+  assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok);
+  // No writes from here: the source ages past max_age; the master's reads time out (bounded wait).
+  const end = Date.now() + MAX_AGE_MS + 10_000;
+  let silent = false;
+  while (!silent && Date.now() < end) {
+    const r = await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 });
+    silent = !r.ok && r.error === 'timeout';
+    if (!silent) assert.ok(r.ok, JSON.stringify(r));
+  }
+  assert.ok(silent, 'the persona went silent');
+  await setSource({ power: 100, voltage: 229 });
+  const back = await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 });
+  assert.is(f32(back.regs![0]!, back.regs![1]!), 229);
+});
+
+test('RTU: a configuration register written with FC6 reads back as written (store)', async () => {
+  if (why) return;
+  assert.equal((await master.run({ op: 'read', fc: 3, unit: 3, address: 0xa000, count: 1 })).regs, [5]);
+  assert.ok((await master.run({ op: 'write', fc: 6, unit: 3, address: 0xa000, values: [7] })).ok);
+  assert.equal((await master.run({ op: 'read', fc: 3, unit: 3, address: 0xa000, count: 1 })).regs, [7]);
+  assert.equal(await master.run({ op: 'write', unit: 2, address: 0, values: [1, 2] }), { ok: false, error: 'exception 2' }, 'a persona register without a write policy is rejected');
+});
+
+test('TCP: a persona unit answers from the snapshot, 0x0B when stale, and is captured', async () => {
+  if (why) return;
+  const c = await RawModbusClient.open(tcpPort);
+  try {
+    await setSource({ power: 0, voltage: 233.5 });
+    const a = await c.request(1, 1, read(4, 0, 2));
+    assert.is(a.unit, 1);
+    assert.is(f32((a.pdu[2]! << 8) | a.pdu[3]!, (a.pdu[4]! << 8) | a.pdu[5]!), 233.5);
+    assert.equal((await c.request(2, 1, writeRegister(0, 1))).pdu, [0x86, 0x02]);
+    const end = Date.now() + MAX_AGE_MS + 10_000;
+    let pdu: number[] = [];
+    for (let tid = 3; Date.now() < end; tid++) {
+      pdu = (await c.request(tid, 1, read(4, 0, 2))).pdu;
+      if (pdu[0] === 0x84) break;
+      await sleep(100);
+    }
+    assert.equal(pdu, [0x84, 0x0b]);
+    const res = await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/servers/tcp/capture?unit=1`);
+    assert.is(res.status, 200);
+    const capture = ((await res.json()) as { data: Record<string, unknown>[] }).data;
+    assert.equal(capture[0], { ...capture[0]!, unit: 1, fc: 4, address: 0, count: 2, interval_ms: null, answer: 'data' });
+    assert.equal(capture.at(-1), { ...capture.at(-1)!, answer: 'exception', exception: 0x0b });
+  } finally {
+    c.close();
+  }
+  assert.is((await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/servers/grid/capture`)).status, 404, 'no unit of grid captures');
+});
+
+test('TCP: one server mixes personas and a door unit; a silent persona drops only its own answer', async () => {
+  if (why) return;
+  const c = await RawModbusClient.open(tcpPort);
+  try {
+    await setSource({ power: 0, voltage: 230 });
+    assert.is((await c.request(1, 4, read(4, 0, 2))).tid, 1, 'fresh: unit 4 answers');
+    // p1 is on a simulator bus, not a Modbus one: the door answers its unit with 0x0A, as for any such device.
+    assert.equal((await c.request(2, 9, read(3, 0, 1))).pdu, [0x83, 0x0a]);
+    const end = Date.now() + MAX_AGE_MS + 10_000;
+    while (Date.now() < end && c.closed === false) {
+      await sleep(200);
+      c.send(100, 4, read(4, 0, 2));
+      const next = await c.request(101, 5, read(3, 0xa000, 1));
+      if (next.tid === 101) break; // unit 4 stayed silent: the answer after it came first
+      assert.is(next.tid, 100);
+      assert.equal((await c.next()).tid, 101);
+    }
+    // Stale now: unit 4's request gets nothing, the one behind it on the same connection is answered.
+    c.send(200, 4, read(4, 0, 2));
+    const after = await c.request(201, 5, read(3, 0xa000, 1));
+    assert.equal([after.tid, after.unit, after.pdu], [201, 5, [3, 2, 0, 5]]);
+    const late = await c.next(500).then(() => 'answered', (e: Error) => e.message);
+    assert.match(late, /no answer/, 'the stale request is never answered late');
+  } finally {
+    c.close();
+  }
+});
+
+test.run();
