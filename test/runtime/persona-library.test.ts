@@ -114,4 +114,19 @@ test('SunSpec inverter persona: 40000 "SunS", model 1, 103, end, walked reading 
   assert.is(int16(block[6]!), -2, 'A_SF from the persona constants');
 });
 
+test('a persona unit counts its requests as the door counts its units: hits, writes, exceptions by code, silences', async () => {
+  const model = models['carlo-gavazzi-em24']!;
+  const { clock, shadow, unit, at } = setup(model, { bind: { total_power: 'p1.p' }, write: { application: 'store' } });
+  assert.is(await unit.answer(readPdu(3, 0x0028, 2)), null, 'no sample yet: silent');
+  shadow.SetDevicePoints('p1', { p: 1 });
+  await at(3, 0x0028, 2);
+  await at(3, 0x000b, 1);
+  await unit.answer(writePdu(0xa000, 7));
+  await unit.answer(readPdu(3, 0x7000, 1));
+  await unit.answer(writePdu(0x0028, 1));
+  clock.advance(6000);
+  await unit.answer(readPdu(3, 0x0028, 2));
+  assert.equal(unit.counts, { requests: 7, hits: 2, misses: 0, writes: 1, exceptions: 2, codes: { 2: 2 }, silent: 2 });
+});
+
 test.run();

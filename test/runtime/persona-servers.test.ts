@@ -204,4 +204,21 @@ test('TCP: one server mixes personas and a door unit; a silent persona drops onl
   }
 });
 
+test('persona requests are counted per unit in the servers\' figures: /metrics shows RTU and TCP persona units', async () => {
+  if (why) return;
+  await setSource({ power: 10, voltage: 230 });
+  assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok);
+  const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const value = (name: string, labels: string): number => {
+    const line = metrics.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+    assert.ok(line, `${name}{${labels}} in /metrics`);
+    return Number(line.split(' ').at(-1));
+  };
+  assert.ok(value('shadowgate_modbus_server_unit_requests_total', 'server="grid",unit="2"') >= 20, 'the RTU persona\'s polls');
+  assert.ok(value('shadowgate_modbus_server_unit_hits_total', 'server="grid",unit="2"') >= 20);
+  assert.ok(value('shadowgate_modbus_server_unit_writes_total', 'server="grid",unit="3"') >= 1, 'the stored FC6 write');
+  assert.ok(value('shadowgate_modbus_server_unit_exceptions_total', 'server="grid",unit="2",code="2"') >= 1, 'the rejected write');
+  assert.ok(value('shadowgate_modbus_server_unit_exceptions_total', 'server="tcp",unit="1",code="11"') >= 1, 'the TCP persona\'s stale 0x0B');
+});
+
 test.run();
