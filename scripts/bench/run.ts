@@ -12,6 +12,7 @@ import { benchModbusDoor } from './modbus-door.js';
 import { benchModbus } from './modbus-planner.js';
 import { benchMqtt } from './mqtt.js';
 import { benchPersist } from './persist.js';
+import { benchPersona } from './persona.js';
 import { report } from './report.js';
 import { benchStall } from './stall.js';
 
@@ -26,6 +27,8 @@ console.log('\n# 7: CPU and memory on a real 9600-baud Modbus RTU bus');
 report(await benchModbusBus());
 console.log('\n# the Modbus TCP server (front door) on a 9600-baud RTU bus');
 report(await benchModbusDoor());
+console.log('\n# an RTU persona polled every 200 ms (PERSONA_BENCH_WINDOW_S=600: 10 minutes)');
+report(await benchPersona());
 console.log('\n# the parts alone');
 report(benchIngest());
 report(await benchPersist());

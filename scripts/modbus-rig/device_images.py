@@ -602,8 +602,10 @@ def deye_hybrid(unit, key="deye-hybrid", gateway_limit=None):
 # Not implemented: int16 0x8000, uint16 0xFFFF, acc32 0, enum16 0xFFFF, bitfield32 0xFFFFFFFF, sunssf 0x8000.
 # =============================================================================================
 
-def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_length=True):
-    im = Image(key, "sunspec-inverter",
+def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_length=True, fixed=False):
+    # fixed: the layout of board/models/sunspec-inverter-103.json (model 1 with L 65, no Pad; the marker,
+    # IDs and lengths are points of that model, and it has no bit points)
+    im = Image(key, "sunspec-inverter-103" if fixed else "sunspec-inverter",
                "SunSpec Alliance sunspec/models json/model_1.json and model_101/103.json (point order and sizes, "
                "scale factors); not-implemented values from sunspec/pysunspec2 mb.py")
     im.notes.append(f"only {base}..end of the model chain answers; every other address exception 2; limit not documented")
@@ -615,16 +617,24 @@ def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_leng
         im.expected_refusals.append((3, probe, 2))
     im.put(HR, base, [0x5375, 0x6E53])                       # "SunS"
     m1 = base + 2
-    im.put(HR, m1, [1, 66])
-    im.put(HR, m1 + 2, [0] * 66)
+    common = 65 if fixed else 66
+    im.put(HR, m1, [1, common])
+    im.put(HR, m1 + 2, [0] * common)
     im.text(HR, m1 + 2, "manufacturer", "RigSolar", 16)
     im.text(HR, m1 + 18, "model", "RS-10K-3P" if three else "RS-4K-1P", 16)
     im.put(HR, m1 + 34, [0] * 8)                             # Opt
     im.text(HR, m1 + 42, "version", "2.31.7", 8)
     im.text(HR, m1 + 50, "serial_number", f"RS{unit:08d}", 16)
-    im.put(HR, m1 + 66, [unit, 0x8000])                      # DA, Pad
-    m = m1 + 2 + 66
+    if fixed:
+        im.expect("sunspec_id", "SunS"); im.expect("common_id", 1); im.expect("common_length", 65)
+        im.text(HR, m1 + 34, "options", "std", 8)
+        im.u16(HR, m1 + 66, "device_address", unit)          # DA (L 65: no Pad)
+    else:
+        im.put(HR, m1 + 66, [unit, 0x8000])                  # DA, Pad
+    m = m1 + 2 + common
     im.put(HR, m, [model_id, 50])
+    if fixed:
+        im.expect("inverter_id", model_id); im.expect("inverter_length", 50)
     im.put(HR, m + 2, [0] * 50)
 
     def sf_point(offset, name, value, sf, fmt, unit_=None):
@@ -677,11 +687,14 @@ def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_leng
     im.put(HR, m + 38, [4]); im.expect("operating_state", "mppt")   # St 4 = MPPT
     im.put(HR, m + 39, [0xFFFF])                             # StVnd: not implemented
     im.u32(HR, m + 40, "events", 0x80)                       # Evt1 bit 7 OVER_TEMP
-    im.expect("event_ground_fault", 0)
-    im.expect("event_grid_disconnect", 0)
-    im.expect("event_over_temperature", 1)
+    if not fixed:
+        im.expect("event_ground_fault", 0)
+        im.expect("event_grid_disconnect", 0)
+        im.expect("event_over_temperature", 1)
     end = m + 2 + 50
-    if end_length:
+    if fixed:
+        im.put(HR, end, [0xFFFF, 0]); im.expect("end_id", 0xFFFF); im.expect("end_length", 0)
+    elif end_length:
         im.put(HR, end, [0xFFFF, 0])                         # end of the model chain
     else:
         # some devices serve the end marker without a length after it (pysunspec2 client.py reads ID and L
@@ -754,6 +767,85 @@ def sunspec_float_inverter(unit, key="sunspec-113", base=40000, model_id=113):
     for sf in ("a_sf", "v_sf", "w_sf", "hz_sf", "va_sf", "var_sf", "pf_sf", "wh_sf", "dca_sf", "dcv_sf", "dcw_sf", "tmp_sf"):
         im.expect(sf, 0)
     im.put(HR, m + 2 + 60, [0xFFFF, 0])                      # end of the model chain
+    return im
+
+
+# =============================================================================================
+# Chint DTSU666: float32 high word first in holding registers, measurements in 0.1 V / 0.001 A /
+# 0.1 W / 0.1 var / 0.001 / 0.01 Hz units (mbmd dtsu666.go scalers; the manual's register table as
+# transcribed in gerontec/dtsu666 README.md: 2000h-2004h line voltages, 2006h-200Ah phase voltages).
+# =============================================================================================
+
+def dtsu666(unit):
+    im = Image("dtsu666", "chint-dtsu666",
+               "DTSU666 user manual register table (gerontec/dtsu666 README.md transcription; michielfromNL "
+               "DTSU666 emulator) and volkszaehler/mbmd meters/rs485/dtsu666.go (FC03, float32, scalers)")
+    im.notes.append("unlisted holding registers inside 0000h-002Eh, 101Eh-1029h and 2000h-2045h answer 0 (not documented)")
+    im.dense(HR, 0x0000, 0x002E)
+    im.dense(HR, 0x101E, 0x1029)
+    im.dense(HR, 0x2000, 0x2045)
+
+    def scaled(address, name, value, per_unit, unit_=None):
+        # the meter's float is in its own unit (0.1 V ...): raw = value * per_unit
+        im.put(HR, address, _words("f", value * per_unit))
+        im.expect(name, value, unit_, tolerance=max(1e-6, abs(value) * 1e-6))
+
+    im.u16(HR, 0x0000, "software_version", 204)          # the emulator's REV. default
+    im.u16(HR, 0x0001, "programming_code", 701)
+    im.u16(HR, 0x002E, "address", unit)
+    scaled(0x101E, "import_energy", 12345.67, 1, "kWh")
+    scaled(0x1028, "export_energy", 2345.5, 1, "kWh")
+    for i, (ll, ln, a, w, var, pf) in enumerate([
+            (400.1, 231.2, 5.123, 1183.4, 120.5, 0.985),
+            (399.4, 230.6, 4.876, 1120.8, -98.2, 0.981),
+            (401.3, 229.9, 6.012, 1378.1, 140.3, 0.979)]):
+        n = i + 1
+        scaled(0x2000 + 2 * i, ("voltage_l1_l2", "voltage_l2_l3", "voltage_l3_l1")[i], ll, 10, "V")
+        scaled(0x2006 + 2 * i, f"voltage_l{n}", ln, 10, "V")
+        scaled(0x200C + 2 * i, f"current_l{n}", a, 1000, "A")
+        scaled(0x2014 + 2 * i, f"power_l{n}", w, 10, "W")
+        scaled(0x201C + 2 * i, f"reactive_power_l{n}", var, 10, "var")
+        scaled(0x202C + 2 * i, f"power_factor_l{n}", pf, 1000)
+    scaled(0x2012, "total_power", 3682.3, 10, "W")
+    scaled(0x201A, "total_reactive_power", 162.6, 10, "var")
+    scaled(0x202A, "power_factor", 0.982, 1000)
+    scaled(0x2044, "frequency", 49.98, 100, "Hz")
+    return im
+
+
+# =============================================================================================
+# Carlo Gavazzi EM24 Ethernet as Victron reads it (victronenergy/dbus-modbus-client carlo_gavazzi.py,
+# mbmd carlogavazzi-em24_e1.go): INT32 least significant word first, holding registers.
+# =============================================================================================
+
+def em24(unit):
+    im = Image("em24", "carlo-gavazzi-em24",
+               "victronenergy/dbus-modbus-client carlo_gavazzi.py (Reg_s32l weights, 000Bh model code, A000h "
+               "application, 0302h/0304h versions, 1002h phase config, 5000h serial); mbmd carlogavazzi-em24_e1.go")
+    im.same_03_04 = True
+    im.notes.append("unlisted registers inside 0000h-004Fh answer 0 (not documented)")
+    im.dense(IR, 0x0000, 0x004F)
+    for i, (v, a, w, kwh) in enumerate([(230.4, 5.321, 1201.7, 1234.5), (231.1, 4.987, 1100.2, 1111.1), (229.8, 6.105, 1350.9, 1300.2)]):
+        n = i + 1
+        im.i32(IR, 0x0000 + 2 * i, f"voltage_l{n}", v, 10, "V", "lsw")
+        im.i32(IR, 0x000C + 2 * i, f"current_l{n}", a, 1000, "A", "lsw")
+        im.i32(IR, 0x0012 + 2 * i, f"power_l{n}", w, 10, "W", "lsw")
+        im.i32(IR, 0x0040 + 2 * i, f"import_energy_l{n}", kwh, 10, "kWh", "lsw")
+    im.u16(IR, 0x000B, "model_id", 1650)                  # EM24DINAV23XE1PFB
+    im.i32(IR, 0x0028, "total_power", -3652.8, 10, "W", "lsw")
+    for i, pf in enumerate([0.991, -0.987, 0.978]):
+        im.i16(IR, 0x002E + i, f"power_factor_l{i + 1}", pf, 1000)
+    im.i16(IR, 0x0031, "power_factor", 0.985, 1000)
+    im.u16(IR, 0x0033, "frequency", 50.1, 10, "Hz")
+    im.i32(IR, 0x0034, "import_energy", 3645.8, 10, "kWh", "lsw")
+    im.i32(IR, 0x004E, "export_energy", 987.6, 10, "kWh", "lsw")
+    im.dense(IR, 0x0302, 0x0305)
+    im.u16(IR, 0x0302, "hardware_version", 0x1203)        # 1.2.3
+    im.u16(IR, 0x0304, "firmware_version", 0x2105)        # 2.1.5
+    im.put(IR, 0x1002, [0]); im.expect("phase_config", "3P.n")
+    im.text(IR, 0x5000, "serial_number", "BX12345", 7)
+    im.u16(IR, 0xA000, "application", 7)
+    im.put(IR, 0xA100, [3]); im.expect("switch_position", "Locked")
     return im
 
 
@@ -857,4 +949,7 @@ IMAGES = {
     "sunspec-103-nolen": lambda unit: sunspec_inverter(unit, "sunspec-103-nolen", end_length=False),
     "sunspec-113": sunspec_float_inverter,
     "sunspec-meter-203": sunspec_meter,
+    "sunspec-inverter-103": lambda unit: sunspec_inverter(unit, "sunspec-inverter-103", fixed=True),
+    "dtsu666": dtsu666,
+    "em24": em24,
 }

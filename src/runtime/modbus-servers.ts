@@ -11,6 +11,7 @@ import type { Part } from '../core/lifecycle.js';
 import type { RawModbusAccess } from '../drivers/types.js';
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
+import type { Counts } from './door/figures.js';
 import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
 import { RtuPersonaSlave, type UnitAnswer } from './persona/rtu-slave.js';
@@ -34,6 +35,8 @@ export interface ModbusServersPart extends Part<GatewayConfig> {
   /** Every persona unit of a server. */
   personas(serverId: string): PersonaUnit[];
 }
+
+const zeroCounts = (): Counts => ({ requests: 0, hits: 0, misses: 0, writes: 0, exceptions: 0, codes: {} });
 
 export interface ModbusServersDeps extends PersonaSources {
   buses: BusesPart;
@@ -73,6 +76,22 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
     }
     personas.set(config.id, units);
     return answers;
+  };
+  /**
+   * A server's figures with its persona units' counts added: per unit beside the door's units, and into the
+   * total (a persona answers from its snapshot, so the door's own counting never sees its requests).
+   */
+  const withPersonas = <T extends object>(serverId: string, figures: T): T & { units: Record<string, Counts>; total: Counts } => {
+    const own = figures as { units?: Record<string, Counts>; total?: Counts };
+    const units: Record<string, Counts> = { ...own.units };
+    const total: Counts = own.total ? { ...own.total, codes: { ...own.total.codes } } : zeroCounts();
+    for (const [unit, persona] of personas.get(serverId) ?? []) {
+      const c = persona.counts;
+      units[String(unit)] = { ...c, codes: { ...c.codes } };
+      for (const k of ['requests', 'hits', 'misses', 'writes', 'exceptions'] as const) total[k] += c[k];
+      for (const [code, n] of Object.entries(c.codes)) total.codes[code] = (total.codes[code] ?? 0) + n;
+    }
+    return { ...figures, units, total };
   };
   /** Servers that could not start (a port in use): logged, reported, and the gateway runs on without them. */
   const failed = new Map<string, string>();
@@ -127,10 +146,10 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
       personas.clear();
     },
     ports: () => Object.fromEntries([...doors].map(([id, d]) => [id, d.port])),
-    figures: () => Object.fromEntries([...doors].map(([id, d]) => [id, d.figures.snapshot()])),
+    figures: () => Object.fromEntries([...doors].map(([id, d]) => [id, withPersonas(id, d.figures.snapshot())])),
     stats: () => ({
-      ...Object.fromEntries([...doors].map(([id, d]) => [id, d.stats()])),
-      ...Object.fromEntries([...slaves].map(([id, s]) => [id, { ...s.counts }])),
+      ...Object.fromEntries([...doors].map(([id, d]) => [id, withPersonas(id, d.stats())])),
+      ...Object.fromEntries([...slaves].map(([id, s]) => [id, withPersonas(id, { ...s.counts })])),
       ...Object.fromEntries([...failed].map(([id, error]) => [id, { running: false, error }])),
     }),
     persona: (serverId, unit) => personas.get(serverId)?.get(unit),

@@ -110,4 +110,50 @@ test('a request written in two pieces is answered once, whole', async () => {
   assert.equal(asked, [[4, 0, 0x10, 0, 2]]);
 });
 
+test('the port goes away (socat killed) and comes back (socat restarted): the slave opens it again and answers', async () => {
+  if (why) return;
+  const a = path.join(dir, 'ttyC');
+  const b = path.join(dir, 'ttyD');
+  const pair = (): ChildProcess => spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
+  let link: ChildProcess | null = pair();
+  let own: RtuPersonaSlave | null = null;
+  let port: SerialPort | null = null;
+  const got: number[] = [];
+  const connect = async (): Promise<SerialPort> => {
+    const p = new SerialPort({ path: a, baudRate: 9600, autoOpen: false });
+    await new Promise<void>((resolve, reject) => p.open((err) => (err ? reject(err) : resolve())));
+    p.on('data', (d: Buffer) => got.push(...d));
+    p.on('error', () => { /* the pty goes away in this test */ });
+    return p;
+  };
+  const ask = async (p: SerialPort): Promise<void> => {
+    got.length = 0;
+    await new Promise<void>((resolve, reject) => p.write(frame([2, 4, 0, 0, 0, 1]), (err) => (err ? reject(err) : resolve())));
+    await waitFor('the answer', () => got.length >= 7, 3000);
+    assert.equal(got.slice(0, 5), [2, 4, 2, 0x12, 0x34]);
+  };
+  try {
+    await waitFor('socat links', () => existsSync(a) && existsSync(b), 5000);
+    const config = { id: 'r', transport: 'rtu', port: b, baud_rate: 9600, parity: 'none', data_bits: 8, stop_bits: 1, units: [], max_age: 0 } as RtuServerConfig;
+    own = new RtuPersonaSlave(config, new Map([[2, async () => Uint8Array.of(4, 2, 0x12, 0x34)]]), systemClock, silentLogger);
+    await own.start();
+    port = await connect();
+    await ask(port);
+    await kill(link);
+    await waitFor('the slave sees its port gone', () => own!.counts.lost === 1 && !own!.counts.open, 5000);
+    if (port.isOpen) await new Promise<void>((resolve) => port!.close(() => resolve()));
+    port = null;
+    await sleep(600); // a few failed attempts while the adapter is away
+    link = pair();
+    await waitFor('socat links again', () => existsSync(a) && existsSync(b), 5000);
+    await waitFor('the slave opened its port again', () => own!.counts.open && own!.counts.reopened === 1, 10_000);
+    port = await connect();
+    await ask(port);
+  } finally {
+    if (port?.isOpen) await new Promise<void>((resolve) => port!.close(() => resolve()));
+    await own?.stop();
+    await kill(link);
+  }
+});
+
 test.run();

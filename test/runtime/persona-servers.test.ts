@@ -54,6 +54,7 @@ test.before(async () => {
       source: { points: [
         { name: 'power', type: 'float', access: 'RW', sim: { fn: 'constant', value: 0 } },
         { name: 'voltage', type: 'float', access: 'RW', sim: { fn: 'constant', value: 230 } },
+        { name: 'sf', type: 'int', access: 'RW', sim: { fn: 'constant', value: 0 } },
       ] },
       'em24-config': { points: [
         { name: 'application', type: 'int', access: 'RW', modbus: { table: 'holding', address: '0xA000', data_type: 'uint16' } },
@@ -72,6 +73,7 @@ test.before(async () => {
         { unit: 4, persona: 'eastron-sdm630', max_age: `${MAX_AGE_MS}ms`, bind: { voltage_l1: 'p1.voltage' } },
         { unit: 5, persona: 'em24-config', bind: { application: { value: 5 } } },
         { unit: 9, device: 'p1' },
+        { unit: 126, persona: 'sunspec-inverter-103', max_age: '10s', bind: { ac_power: 'p1.power', w_sf: 'p1.sf' } },
       ] },
     ],
   };
@@ -200,6 +202,66 @@ test('TCP: one server mixes personas and a door unit; a silent persona drops onl
     const late = await c.next(500).then(() => 'answered', (e: Error) => e.message);
     assert.match(late, /no answer/, 'the stale request is never answered late');
   } finally {
+    c.close();
+  }
+});
+
+test('persona requests are counted per unit in the servers\' figures: /metrics shows RTU and TCP persona units', async () => {
+  if (why) return;
+  await setSource({ power: 10, voltage: 230 });
+  assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok);
+  const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const value = (name: string, labels: string): number => {
+    const line = metrics.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+    assert.ok(line, `${name}{${labels}} in /metrics`);
+    return Number(line.split(' ').at(-1));
+  };
+  assert.ok(value('shadowgate_modbus_server_unit_requests_total', 'server="grid",unit="2"') >= 20, 'the RTU persona\'s polls');
+  assert.ok(value('shadowgate_modbus_server_unit_hits_total', 'server="grid",unit="2"') >= 20);
+  assert.ok(value('shadowgate_modbus_server_unit_writes_total', 'server="grid",unit="3"') >= 1, 'the stored FC6 write');
+  assert.ok(value('shadowgate_modbus_server_unit_exceptions_total', 'server="grid",unit="2",code="2"') >= 1, 'the rejected write');
+  assert.ok(value('shadowgate_modbus_server_unit_exceptions_total', 'server="tcp",unit="1",code="11"') >= 1, 'the TCP persona\'s stale 0x0B');
+});
+
+test('TCP: a SunSpec inverter persona walked while its source changes at 50 Hz: valid chain, 0 torn W/W_SF pairs', async () => {
+  if (why) return;
+  const c = await RawModbusClient.open(tcpPort);
+  let stop = false;
+  // raw W encodes the scale factor it was written with (raw / 1000 - 2 = W_SF): a torn pair shows.
+  const changer = (async () => {
+    for (let i = 0; !stop; i++) {
+      const sf = (i % 4) - 1;
+      await gw.io.writePoints('p1', [{ name: 'power', value: (1000 * (sf + 2) + (i % 500)) * 10 ** sf }, { name: 'sf', value: sf }]);
+      await sleep(20);
+    }
+  })();
+  try {
+    await sleep(100); // the changer's first values are in
+    const word = (pdu: number[], i: number): number => (pdu[2 + i * 2]! << 8) | pdu[3 + i * 2]!;
+    let tid = 1;
+    assert.equal((await c.request(tid++, 126, read(3, 40000, 2))).pdu, [3, 4, 0x53, 0x75, 0x6e, 0x53], 'SunS');
+    const chain: number[] = [];
+    for (let address = 40002; chain.length < 4;) {
+      const id = word((await c.request(tid++, 126, read(3, address, 1))).pdu, 0);
+      chain.push(id);
+      if (id === 0xffff) break;
+      address += 2 + word((await c.request(tid++, 126, read(3, address + 1, 1))).pdu, 0);
+    }
+    assert.equal(chain, [1, 103, 0xffff]);
+    let torn = 0;
+    const seen = new Set<number>();
+    for (let n = 0; n < 1000; n++) {
+      const pdu = (await c.request(tid++ & 0xffff, 126, read(3, 40083, 2))).pdu;
+      const raw = word(pdu, 0);
+      const sf = (word(pdu, 1) << 16) >> 16;
+      seen.add(sf);
+      if (Math.floor(raw / 1000) - 2 !== sf) torn++;
+    }
+    assert.is(torn, 0, 'torn W/W_SF pairs');
+    assert.ok(seen.size >= 2, `the scale factor moved during the reads (${[...seen].join(', ')})`);
+  } finally {
+    stop = true;
+    await changer;
     c.close();
   }
 });

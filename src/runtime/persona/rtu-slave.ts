@@ -20,6 +20,10 @@ const ANSWER_WINDOW_MS = 1000;
  */
 const MIN_GAP_MS = 10;
 
+/** Reopen attempts after the port went away: the first soon, then doubling up to the cap. */
+const REOPEN_FIRST_MS = 250;
+const REOPEN_MAX_MS = 5000;
+
 export type UnitAnswer = (pdu: Uint8Array) => Promise<Uint8Array | null>;
 
 export interface RtuSlaveStats {
@@ -33,6 +37,10 @@ export interface RtuSlaveStats {
   /** Request's last byte heard -> answer handed to the port, ms: the latest and the largest. */
   replyMs: number;
   replyMsMax: number;
+  /** Whether the port is open now; times it went away; times it was opened again. */
+  open: boolean;
+  lost: number;
+  reopened: number;
 }
 
 export class RtuPersonaSlave {
@@ -40,7 +48,15 @@ export class RtuPersonaSlave {
   private readonly t35: number;
   private readonly splitter: FrameSplitter;
   private chain: Promise<void> = Promise.resolve();
-  readonly counts: RtuSlaveStats = { requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMax: 0 };
+  private stopped = false;
+  private retry: NodeJS.Timeout | null = null;
+  private retryMs = REOPEN_FIRST_MS;
+  /** Monotonic time the port went away (for the log line when it is back). */
+  private lostAt = 0;
+  readonly counts: RtuSlaveStats = {
+    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMax: 0,
+    open: false, lost: 0, reopened: 0,
+  };
 
   constructor(private readonly config: RtuServerConfig, private readonly units: ReadonlyMap<number, UnitAnswer>, private readonly clock: Clock, private readonly log: Logger) {
     this.t35 = silenceMs(config.baud_rate);
@@ -51,21 +67,65 @@ export class RtuPersonaSlave {
     });
   }
 
+  /** Opens the port; a port that cannot be opened at start is an error (the server is reported failed). */
   async start(): Promise<void> {
+    this.stopped = false;
+    await this.open();
+    this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU persona slave listening');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const port = this.port;
+    this.port = null;
+    this.counts.open = false;
+    await this.chain;
+    if (port?.isOpen) await new Promise<void>((resolve) => port.close(() => resolve()));
+  }
+
+  private async open(): Promise<void> {
     const { port: path, baud_rate: baudRate, data_bits: dataBits, stop_bits: stopBits, parity } = this.config;
     const port = new SerialPort({ path, baudRate, dataBits, stopBits, parity, autoOpen: false });
     await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));
     port.on('data', (chunk: Buffer) => this.splitter.push(chunk, this.clock.mono()));
     port.on('error', (err) => this.log.error({ server: this.config.id, err }, 'persona serial port error'));
+    // An adapter unplugged (or a pty whose other side closed) closes the port: open it again until it is back.
+    port.on('close', () => this.lose(port));
     this.port = port;
-    this.log.info({ server: this.config.id, port: path, units: [...this.units.keys()] }, 'modbus RTU persona slave listening');
+    this.counts.open = true;
   }
 
-  async stop(): Promise<void> {
-    const port = this.port;
+  private lose(port: SerialPort): void {
+    if (this.stopped || this.port !== port) return;
     this.port = null;
-    await this.chain;
-    if (port?.isOpen) await new Promise<void>((resolve) => port.close(() => resolve()));
+    this.counts.open = false;
+    this.counts.lost++;
+    this.lostAt = this.clock.mono();
+    this.retryMs = REOPEN_FIRST_MS;
+    this.log.warn({ server: this.config.id, port: this.config.port }, 'persona serial port went away; opening it again until it is back');
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.open().then(() => {
+        if (this.stopped) {
+          const port = this.port;
+          this.port = null;
+          port?.close();
+          return;
+        }
+        this.counts.reopened++;
+        this.log.info({ server: this.config.id, port: this.config.port, downMs: Math.round(this.clock.mono() - this.lostAt) }, 'persona serial port open again');
+      }, () => {
+        this.retryMs = Math.min(this.retryMs * 2, REOPEN_MAX_MS);
+        this.schedule();
+      });
+    }, this.retryMs);
   }
 
   private request(buf: Uint8Array, start: number, end: number, at: number): void {

@@ -12,6 +12,7 @@ import type { DeviceIO } from '../../core/io.js';
 import type { Shadow } from '../../core/shadow.js';
 import { decodeRegisters } from '../../protocol/modbus/codec.js';
 import { EXCEPTION, decodeRequest, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
+import type { Counts } from '../door/figures.js';
 import { exceptionFor } from '../door/handler.js';
 import { Capture } from './capture.js';
 import { buildMap, clusterOf, valueWords, type PersonaMap, type Slot, type WritePolicy } from './map.js';
@@ -39,8 +40,18 @@ interface Snapshot {
   holding: Uint16Array;
 }
 
+/**
+ * A persona unit's requests in the shape the door counts its units (door/figures.ts), so /metrics reads both
+ * alike: reads served are `hits` (from the snapshot, no bus frame), never `misses`; `silent` counts requests
+ * left unanswered (stale and silent).
+ */
+export interface PersonaCounts extends Counts {
+  silent: number;
+}
+
 export class PersonaUnit {
   readonly unit: number;
+  readonly counts: PersonaCounts = { requests: 0, hits: 0, misses: 0, writes: 0, exceptions: 0, codes: {}, silent: 0 };
   readonly map: PersonaMap;
   readonly capture: Capture | null;
   private snap: Snapshot;
@@ -96,7 +107,19 @@ export class PersonaUnit {
     const decoded = decodeRequest(pdu);
     const out = decoded.ok ? await this.serve(decoded.req) : encodeException(fc, decoded.exception);
     this.capture?.record(this.unit, decoded.ok ? decoded.req : { fc, address: 0, count: 0 }, out);
+    this.count(out);
     return out;
+  }
+
+  private count(out: Uint8Array | null): void {
+    const c = this.counts;
+    c.requests++;
+    if (out === null) c.silent++;
+    else if ((out[0]! & 0x80) !== 0) {
+      c.exceptions++;
+      c.codes[out[1]!] = (c.codes[out[1]!] ?? 0) + 1;
+    } else if (out[0] === 6 || out[0] === 16) c.writes++;
+    else c.hits++;
   }
 
   private async serve(req: ServerRequest): Promise<Uint8Array | null> {

@@ -1,0 +1,132 @@
+/**
+ * The persona library beyond the SDM630: the Chint DTSU666 (holding floats in 0.1-unit scale), the Carlo
+ * Gavazzi EM24 as Victron reads it (int32 low word first, model code 000Bh, application register A000h
+ * written and read back), and the SunSpec three-phase inverter (1 + 103) walked from 40000 by a client
+ * that reads each model's ID and length apart, with W and W_SF never torn while the source changes.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateConfig } from '../../src/config/load.js';
+import type { ModelConfig } from '../../src/config/types.js';
+import { Shadow } from '../../src/core/shadow.js';
+import { decodeRegisters } from '../../src/protocol/modbus/codec.js';
+import { PersonaUnit, type PersonaUnitConfig } from '../../src/runtime/persona/unit.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+
+const models = validateConfig({ gateway: { id: 't', data_dir: '/tmp' } }, { env: {} }).models;
+
+const readPdu = (fc: 3 | 4, address: number, count: number): Uint8Array => Uint8Array.of(fc, address >> 8, address & 0xff, count >> 8, count & 0xff);
+const writePdu = (address: number, value: number): Uint8Array => Uint8Array.of(6, address >> 8, address & 0xff, value >> 8, value & 0xff);
+const words = (pdu: Uint8Array | null): number[] => {
+  assert.ok(pdu, 'expected an answer, got silence');
+  assert.is(pdu[0]! & 0x80, 0, `exception ${pdu[1]}`);
+  return Array.from({ length: pdu[1]! / 2 }, (_, i) => (pdu[2 + i * 2]! << 8) | pdu[3 + i * 2]!);
+};
+const int16 = (w: number): number => (w >= 0x8000 ? w - 0x10000 : w);
+const float32 = (hi: number, lo: number): number => {
+  const v = new DataView(new ArrayBuffer(4));
+  v.setUint16(0, hi);
+  v.setUint16(2, lo);
+  return v.getFloat32(0);
+};
+
+function setup(model: ModelConfig, extra: Partial<PersonaUnitConfig>) {
+  const clock = new FakeClock();
+  const shadow = new Shadow({ maxDevices: 8, maxPoints: 64, defaultTtl: 60_000, clock });
+  shadow.AddDevice('p1', 'x');
+  const unit = new PersonaUnit({ unit: 1, model, maxAgeMs: 5000, stale: 'silent', bind: {}, ...extra }, { shadow, clock });
+  unit.start();
+  const at = (fc: 3 | 4, address: number, count: number) => unit.answer(readPdu(fc, address, count)).then(words);
+  return { clock, shadow, unit, at };
+}
+
+test('DTSU666: FC3 floats at 2000h+ in the meter\'s 0.1 W / 0.1 V / 0.001 A units; unbound registers NaN', async () => {
+  const model = models['chint-dtsu666']!;
+  const { shadow, at } = setup(model, { bind: { total_power: 'p1.p', voltage_l1: 'p1.u', current_l1: 'p1.i', import_energy: 'p1.e' } });
+  shadow.SetDevicePoints('p1', { p: -1234.5, u: 230.7, i: 5.125, e: 4321.5 });
+  const pt = await at(3, 0x2012, 2);
+  assert.is(float32(pt[0]!, pt[1]!), -12345, 'Pt is served in 0.1 W');
+  const u = await at(3, 0x2006, 2);
+  assert.ok(Math.abs(float32(u[0]!, u[1]!) - 2307) < 1e-3, 'Ua in 0.1 V');
+  const i = await at(3, 0x200c, 2);
+  assert.is(float32(i[0]!, i[1]!), 5125, 'Ia in 0.001 A');
+  const e = await at(3, 0x101e, 2);
+  assert.is(float32(e[0]!, e[1]!), 4321.5, 'ImpEp in kWh');
+  const ll = await at(3, 0x2000, 2);
+  assert.ok(Number.isNaN(float32(ll[0]!, ll[1]!)), 'unbound Uab: NaN, never 0');
+  const p = model.points.find((x) => x.name === 'total_power')!;
+  assert.is(decodeRegisters(p.modbus!, pt, 0) as number * p.scale!, -1234.5, 'the model reads back what was bound');
+});
+
+test('EM24 as Victron probes it: model code, application A000h written and read back (store), values int32 low word first x10', async () => {
+  const model = models['carlo-gavazzi-em24']!;
+  const { shadow, unit, at } = setup(model, { bind: { total_power: 'p1.p', serial_number: { value: 'SG00001' } }, write: { application: 'store' } });
+  shadow.SetDevicePoints('p1', { p: -1234.5 });
+  assert.equal(await at(3, 0x000b, 1), [1648], 'model code EM24DINAV23XE1X');
+  assert.equal(await at(3, 0xa000, 1), [7], 'application H from the model\'s persona constants');
+  assert.equal([...(await unit.answer(writePdu(0xa000, 5)))!], [6, 0xa0, 0, 0, 5]);
+  assert.equal(await at(3, 0xa000, 1), [5], 'stored');
+  assert.equal([...(await unit.answer(writePdu(0xa000, 7)))!], [6, 0xa0, 0, 0, 7]);
+  assert.equal(await at(3, 0xa000, 1), [7], 'Victron\'s write of 7 reads back as 7');
+  assert.equal(await at(3, 0x1002, 1), [0], 'phase config 3P.n (three phases)');
+  const w = await at(3, 0x0028, 2);
+  assert.equal(w, [(-12345 & 0xffff), 0xffff], '-12345 low word first');
+  const sn = await at(3, 0x5000, 7);
+  assert.is(String.fromCharCode(...sn.flatMap((x) => [x >> 8, x & 0xff])).replace(/\0+$/, ''), 'SG00001');
+  // Without `store` the same write is refused, never silently accepted.
+  const strict = setup(model, { bind: { total_power: 'p1.p' } });
+  strict.shadow.SetDevicePoints('p1', { p: 1 });
+  assert.equal([...(await strict.unit.answer(writePdu(0xa000, 7)))!], [0x86, 0x02]);
+});
+
+test('SunSpec inverter persona: 40000 "SunS", model 1, 103, end, walked reading ID and L apart; 0 torn W/W_SF pairs in 10k reads', async () => {
+  const model = models['sunspec-inverter-103']!;
+  const { shadow, at } = setup(model, { bind: { ac_power: 'p1.w', w_sf: 'p1.sf', energy: 'p1.e' } });
+  shadow.SetDevicePoints('p1', { w: 5000, sf: 0, e: 1000 });
+  assert.equal(await at(3, 40000, 2), [0x5375, 0x6e53], 'SunS');
+  // The walk as pysunspec2 does it: the ID, then the length, each on its own.
+  const chain: number[] = [];
+  let address = 40002;
+  for (let n = 0; n < 5; n++) {
+    const [id] = await at(3, address, 1);
+    chain.push(id!);
+    if (id === 0xffff) break;
+    const [length] = await at(3, address + 1, 1);
+    address += 2 + length!;
+  }
+  assert.equal(chain, [1, 103, 0xffff]);
+  assert.is(address, 40121, 'end marker right after model 103 (L 50)');
+  assert.equal(await at(3, 40122, 1), [0], 'the end marker has its length 0');
+  assert.equal(await at(3, 40069, 2), [103, 50]);
+  const written = new Set<number>();
+  let torn = 0;
+  for (let i = 0; i < 10_000; i++) {
+    const sf = (i % 4) - 1;
+    const w = ((i * 7919) % 30000) * 10 ** sf;
+    written.add(Math.round(w * 1000));
+    shadow.SetDevicePoints('p1', { w, sf, e: 1000 + i });
+    const regs = await at(3, 40083, 2); // W (offset 14) and W_SF (offset 15) of model 103
+    if (!written.has(Math.round(int16(regs[0]!) * 10 ** int16(regs[1]!) * 1000)) || int16(regs[1]!) !== sf) torn++;
+  }
+  assert.is(torn, 0, 'torn W/W_SF pairs');
+  const block = await at(3, 40069, 52);
+  assert.is(block[2], 0xffff, 'unbound A (uint16): not implemented');
+  assert.is(int16(block[6]!), -2, 'A_SF from the persona constants');
+});
+
+test('a persona unit counts its requests as the door counts its units: hits, writes, exceptions by code, silences', async () => {
+  const model = models['carlo-gavazzi-em24']!;
+  const { clock, shadow, unit, at } = setup(model, { bind: { total_power: 'p1.p' }, write: { application: 'store' } });
+  assert.is(await unit.answer(readPdu(3, 0x0028, 2)), null, 'no sample yet: silent');
+  shadow.SetDevicePoints('p1', { p: 1 });
+  await at(3, 0x0028, 2);
+  await at(3, 0x000b, 1);
+  await unit.answer(writePdu(0xa000, 7));
+  await unit.answer(readPdu(3, 0x7000, 1));
+  await unit.answer(writePdu(0x0028, 1));
+  clock.advance(6000);
+  await unit.answer(readPdu(3, 0x0028, 2));
+  assert.equal(unit.counts, { requests: 7, hits: 2, misses: 0, writes: 1, exceptions: 2, codes: { 2: 2 }, silent: 2 });
+});
+
+test.run();
