@@ -1,5 +1,5 @@
 /**
- * One Modbus TCP server ("front door"): a listener with at most `max_clients` connections, an optional
+ * One Modbus TCP server ("front door"), MBAP or RTU-over-TCP framed: a listener with at most `max_clients` connections, an optional
  * allow-list of client addresses, TCP keepalive and no idle timeout; each connection has its own bus
  * budget and pipeline (connection.ts), every request is answered by the handler.
  */
@@ -10,6 +10,7 @@ import type { RawModbusAccess } from '../../drivers/types.js';
 import type { Logger } from '../../util/logger.js';
 import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
+import { mbapFraming, rtuFraming } from './framing.js';
 import { Figures } from './figures.js';
 import type { GeneratedUnit } from './generated-unit.js';
 import { Budget, createHandler, type DeviceUnit } from './handler.js';
@@ -59,11 +60,15 @@ export class TcpDoor {
       }
       const budget = new Budget(config.miss_rate, clock.mono());
       const personas = this.parts.personas;
+      const rtu = config.framing === 'rtu';
       const answer = (frame: MbapFrame): Promise<Uint8Array | null> => {
+        // RTU broadcast (unit 0): a line's slaves never answer it; a door serves no broadcast, so it is dropped.
+        if (rtu && frame.unit === 0) return Promise.resolve(null);
         const persona = personas?.get(frame.unit);
         return persona ? persona(frame.pdu) : handle(frame, address, budget);
       };
-      const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn));
+      const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn),
+        rtu ? rtuFraming(() => clock.mono()) : mbapFraming());
       this.connections.add(conn);
     });
     await new Promise<void>((resolve, reject) => {
@@ -76,7 +81,7 @@ export class TcpDoor {
     server.on('error', (err) => log.error({ server: config.id, err }, 'modbus server error'));
     this.server = server;
     this.port = (server.address() as { port: number }).port;
-    log.info({ server: config.id, host: config.host, port: this.port, units: [...units.keys()] }, 'modbus server listening');
+    log.info({ server: config.id, host: config.host, port: this.port, framing: config.framing, units: [...units.keys()] }, 'modbus server listening');
   }
 
   async stop(): Promise<void> {
