@@ -11,7 +11,7 @@ import type { Logger } from '../../util/logger.js';
 import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
 import { mbapFraming, rtuFraming } from './framing.js';
-import { Figures } from './figures.js';
+import { Figures, LATENCY_BOUNDS_S } from './figures.js';
 import type { GeneratedUnit } from './generated-unit.js';
 import { Budget, createHandler, type DeviceUnit } from './handler.js';
 
@@ -65,7 +65,13 @@ export class TcpDoor {
         // RTU broadcast (unit 0): a line's slaves never answer it; a door serves no broadcast, so it is dropped.
         if (rtu && frame.unit === 0) return Promise.resolve(null);
         const persona = personas?.get(frame.unit);
-        return persona ? persona(frame.pdu) : handle(frame, address, budget);
+        if (persona) return persona(frame.pdu);
+        const start = clock.mono();
+        return handle(frame, address, budget).then((pdu) => {
+          // After count(): the client's and unit's entries exist by now.
+          this.figures.latency(address, frame.unit, (clock.mono() - start) / 1000);
+          return pdu;
+        });
       };
       const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn),
         rtu ? rtuFraming(() => clock.mono()) : mbapFraming());
@@ -93,7 +99,7 @@ export class TcpDoor {
 
   stats(): Record<string, unknown> {
     // Per unit and per client with exception codes: /metrics turns them into labels (api/metrics-servers.ts).
-    return { running: true, connections: this.connections.size, refused: this.refused, ...this.figures.snapshot() };
+    return { running: true, connections: this.connections.size, refused: this.refused, latencyBounds: LATENCY_BOUNDS_S, ...this.figures.snapshot() };
   }
 
 }
