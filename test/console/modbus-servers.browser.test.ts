@@ -3,10 +3,11 @@
  * The Buses page shows each Modbus server in a real browser (Debian's chromium, playwright-core) against a
  * real gateway with a Modbus TCP server on a simulator device: clients connected, and per unit requests,
  * hits, misses and exceptions as a real Modbus TCP client made them — and a server whose port is taken as
- * not running, with its one-line reason.
+ * not running, with its one-line reason; axe-core finds no serious or critical violation.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -63,6 +64,13 @@ if (why) console.log(`SKIP: Modbus servers console test: ${why}`);
     const blocked = page.locator('[data-server="blocked"]');
     assert.match((await blocked.textContent())!, /not running/);
     assert.match((await blocked.textContent())!, new RegExp(`servers\\[blocked\\]\\.port ${taken} is in use`));
+    await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+    const serious = await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe;
+      const r = await axe.run();
+      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.nodes.length})`);
+    });
+    assert.equal(serious, [], 'axe');
     // A client that leaves is no longer counted (the page polls every 2 s).
     client.close();
     await page.waitForFunction(() => document.querySelector('[data-server="door"] [data-k="connections"]')?.textContent === '0', undefined, { timeout: 6000 });
