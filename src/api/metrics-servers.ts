@@ -51,6 +51,8 @@ export const serversCollector: Collector = (sink, { parts }) => {
     const refused = num(s['refused']);
     if (refused !== undefined) sink.counter('shadowgate_modbus_server_refused_connections_total', 'Connections refused (allow list, max_clients).', ['server'])(refused, { server });
     const bounds = boundsOf(s['latencyBounds']);
+    const discarded = num(s['discardedBytes']);
+    if (discarded !== undefined) sink.counter('shadowgate_modbus_server_discarded_bytes_total', 'RTU over TCP: bytes dropped as no request (bad CRC, noise).', ['server'])(discarded, { server });
     counts(sink, 'unit', server, s['units'], bounds);
     counts(sink, 'client', server, s['clients'], bounds);
   }

@@ -203,6 +203,10 @@ test('a frame with a bad CRC is dropped unanswered; the next good frame is answe
   await sleep(200);
   assert.is(r.unread, 0, 'exactly one answer');
   assert.ok((gw.modbusServers.figures()['rtu']?.units['1']?.requests ?? 0) >= 2, 'the RTU server counted its requests');
+  const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+  const dropped = Number(/^shadowgate_modbus_server_discarded_bytes_total\{server="rtu"\} (\d+)$/m.exec(metrics)?.[1]);
+  assert.ok(dropped >= 2 * bad.length, `the two bad frames' bytes counted as dropped (${dropped})`);
+  assert.not.match(metrics, /discarded_bytes_total\{server="mbap"\}/, 'not for an MBAP server');
 });
 
 test.run();

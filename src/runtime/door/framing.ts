@@ -15,8 +15,6 @@ export interface DoorFraming {
   push(chunk: Uint8Array): MbapResult;
   /** One answer as it goes on the stream. `tid` is 0 and unused on RTU, which has no transaction id. */
   encode(tid: number, unit: number, pdu: Uint8Array): Uint8Array;
-  /** Bytes dropped as no request (bad CRC, noise); 0 for MBAP, which closes instead. */
-  readonly discarded: number;
 }
 
 /**
@@ -27,18 +25,18 @@ export const RTU_GAP_MS = 1000;
 
 export function mbapFraming(): DoorFraming {
   const parser = new MbapParser();
-  return { push: (chunk) => parser.push(chunk), encode: encodeMbap, discarded: 0 };
+  return { push: (chunk) => parser.push(chunk), encode: encodeMbap };
 }
 
-export function rtuFraming(now: () => number): DoorFraming {
+/** `onDiscard`: bytes dropped as no request (a bad CRC, noise, a frame cut short), for the server's figures. */
+export function rtuFraming(now: () => number, onDiscard: (bytes: number) => void): DoorFraming {
   let frames: MbapFrame[] = [];
-  const state = { discarded: 0 };
   // Only requests come to a server: a frame is never taken for a reply (answerWindowMs -1), so pipelined
   // FC 5/6 requests (whose answers are copies of them) stay requests.
   const splitter = new FrameSplitter({ gapMs: RTU_GAP_MS, answerWindowMs: -1 }, {
     request: (buf, start, end) => frames.push({ tid: 0, unit: buf[start]!, pdu: buf.slice(start + 1, end - 2) }),
-    response: (_buf, start, end) => { state.discarded += end - start; },
-    discard: (count) => { state.discarded += count; },
+    response: (_buf, start, end) => onDiscard(end - start),
+    discard: onDiscard,
   });
   return {
     push(chunk) {
@@ -48,7 +46,6 @@ export function rtuFraming(now: () => number): DoorFraming {
       return { frames: out };
     },
     encode: encodeRtu,
-    get discarded() { return state.discarded; },
   };
 }
 

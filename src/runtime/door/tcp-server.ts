@@ -30,6 +30,8 @@ export class TcpDoor {
   private server: Server | null = null;
   private readonly connections = new Set<DoorConnection>();
   private refused = 0;
+  /** RTU framing: bytes dropped as no request (bad CRC, noise). */
+  private discarded = 0;
   port = 0;
 
   constructor(private readonly parts: TcpDoorParts) {}
@@ -74,7 +76,7 @@ export class TcpDoor {
         });
       };
       const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn),
-        rtu ? rtuFraming(() => clock.mono()) : mbapFraming());
+        rtu ? rtuFraming(() => clock.mono(), (bytes) => { this.discarded += bytes; }) : mbapFraming());
       this.connections.add(conn);
     });
     await new Promise<void>((resolve, reject) => {
@@ -99,7 +101,8 @@ export class TcpDoor {
 
   stats(): Record<string, unknown> {
     // Per unit and per client with exception codes: /metrics turns them into labels (api/metrics-servers.ts).
-    return { running: true, connections: this.connections.size, refused: this.refused, latencyBounds: LATENCY_BOUNDS_S, ...this.figures.snapshot() };
+    const rtu = this.parts.config.framing === 'rtu' ? { discardedBytes: this.discarded } : {};
+    return { running: true, connections: this.connections.size, refused: this.refused, ...rtu, latencyBounds: LATENCY_BOUNDS_S, ...this.figures.snapshot() };
   }
 
 }
