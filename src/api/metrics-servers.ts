@@ -11,7 +11,11 @@ const COUNTS = [
   ['writes', 'Writes sent to the device'],
 ] as const;
 
-function counts(sink: MetricSink, by: 'unit' | 'client', server: string, table: unknown): void {
+/** A server's latency bucket bounds (seconds, ascending), as its stats give them. */
+const boundsOf = (v: unknown): number[] | undefined =>
+  Array.isArray(v) && v.length > 0 && v.every((b) => num(b) !== undefined) ? (v as number[]) : undefined;
+
+function counts(sink: MetricSink, by: 'unit' | 'client', server: string, table: unknown, bounds: number[] | undefined): void {
   if (!isRecord(table)) return;
   const labels = ['server', by] as const;
   for (const [key, c] of Object.entries(table)) {
@@ -19,6 +23,11 @@ function counts(sink: MetricSink, by: 'unit' | 'client', server: string, table: 
     for (const [field, help] of COUNTS) {
       const v = num(c[field]);
       if (v !== undefined) sink.counter(`shadowgate_modbus_server_${by}_${field}_total`, `${help}, by ${by}.`, labels)(v, { server, [by]: key });
+    }
+    const latency = c['latency'];
+    if (bounds && isRecord(latency) && Array.isArray(latency['buckets']) && num(latency['sum']) !== undefined && num(latency['count']) !== undefined) {
+      sink.histogram(`shadowgate_modbus_server_${by}_latency_seconds`, `Time from the server taking a request up to its answer, by ${by}.`, labels, bounds)(
+        { buckets: latency['buckets'] as number[], sum: latency['sum'] as number, count: latency['count'] as number }, { server, [by]: key });
     }
     const codes = c['codes'];
     if (!isRecord(codes)) continue;
@@ -41,7 +50,10 @@ export const serversCollector: Collector = (sink, { parts }) => {
     if (connections !== undefined) sink.gauge('shadowgate_modbus_server_connections', 'Client connections open.', ['server'])(connections, { server });
     const refused = num(s['refused']);
     if (refused !== undefined) sink.counter('shadowgate_modbus_server_refused_connections_total', 'Connections refused (allow list, max_clients).', ['server'])(refused, { server });
-    counts(sink, 'unit', server, s['units']);
-    counts(sink, 'client', server, s['clients']);
+    const bounds = boundsOf(s['latencyBounds']);
+    const discarded = num(s['discardedBytes']);
+    if (discarded !== undefined) sink.counter('shadowgate_modbus_server_discarded_bytes_total', 'RTU over TCP: bytes dropped as no request (bad CRC, noise).', ['server'])(discarded, { server });
+    counts(sink, 'unit', server, s['units'], bounds);
+    counts(sink, 'client', server, s['clients'], bounds);
   }
 };

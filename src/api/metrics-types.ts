@@ -6,9 +6,21 @@ export type Labels = Record<string, string>;
 /** Sets one sample of a metric (a counter's current total, a gauge's value); non-finite values are left out. */
 export type SetSample = (value: number, labels?: Labels) => void;
 
+/** A histogram's state as counted elsewhere: requests per bucket (not cumulative; one more than `bounds`, the last over all), sum, count. */
+export interface HistogramState {
+  buckets: readonly number[];
+  sum: number;
+  count: number;
+}
+
+/** Sets one label set's histogram. */
+export type SetHistogram = (state: HistogramState, labels?: Labels) => void;
+
 /** What a collector writes into: declare a metric once per scrape (again is fine), then set samples. */
 export interface MetricSink {
   gauge(name: string, help: string, labelNames?: readonly string[]): SetSample;
+  /** A histogram counted by its source (`bounds`: the buckets' upper bounds, ascending, seconds for durations). */
+  histogram(name: string, help: string, labelNames: readonly string[], bounds: readonly number[]): SetHistogram;
   /** `name` must end in `_total`: the value is the total since start (Prometheus handles resets). */
   counter(name: string, help: string, labelNames?: readonly string[]): SetSample;
 }

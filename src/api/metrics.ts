@@ -8,11 +8,11 @@
  * function per source; a new source (a server's per-client figures) is one more Collector handed to
  * renderMetrics — see metrics-buses.ts and metrics-parts.ts for examples.
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { busCollector, deviceCollector, shadowCollector } from './metrics-buses.js';
 import { partsCollector, processCollector } from './metrics-parts.js';
 import { serversCollector } from './metrics-servers.js';
-import type { Collector, MetricSink, MetricsInputs, SetSample } from './metrics-types.js';
+import type { Collector, MetricSink, MetricsInputs, SetHistogram, SetSample } from './metrics-types.js';
 
 export type { Collector, DeviceLabelSource, Labels, MetricSink, MetricsInputs, SetSample } from './metrics-types.js';
 
@@ -41,7 +41,32 @@ function createSink(registry: Registry): MetricSink {
     setters.set(name, set);
     return set;
   };
+  const histograms = new Map<string, SetHistogram>();
+  /**
+   * prom-client's Histogram only takes observations; a histogram counted elsewhere (a Modbus server's
+   * latency) is handed to the registry as a metric object of the shape its exposition reads (get()).
+   */
+  const histogram = (name: string, help: string, labelNames: readonly string[], bounds: readonly number[]): SetHistogram => {
+    const known = histograms.get(name);
+    if (known) return known;
+    const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
+    registry.registerMetric({ name, get: () => ({ name, help, type: 'histogram', values, aggregator: 'sum' }) } as unknown as Metric);
+    const set: SetHistogram = (state, labels = {}) => {
+      for (const key of Object.keys(labels)) if (!labelNames.includes(key)) throw new Error(`histogram ${name} has no label ${key}`);
+      let cumulative = 0;
+      bounds.forEach((le, i) => {
+        cumulative += state.buckets[i] ?? 0;
+        values.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: cumulative });
+      });
+      values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: state.count });
+      values.push({ metricName: `${name}_sum`, labels, value: state.sum });
+      values.push({ metricName: `${name}_count`, labels, value: state.count });
+    };
+    histograms.set(name, set);
+    return set;
+  };
   return {
+    histogram,
     gauge: (name, help, labelNames = []) => declare('gauge', name, help, labelNames),
     counter: (name, help, labelNames = []) => declare('counter', name, help, labelNames),
   };

@@ -274,6 +274,8 @@ interface ServerCommon {
 /** A Modbus TCP server ("the front door"). */
 export interface TcpServerConfig extends ServerCommon {
   transport: 'tcp';
+  /** mbap: Modbus TCP; rtu: RTU frames (unit, PDU, CRC) over the TCP stream. */
+  framing: 'mbap' | 'rtu';
   host: string;
   port: number;
   allow: string[];

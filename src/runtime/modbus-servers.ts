@@ -16,6 +16,7 @@ import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
 import { RtuPersonaSlave, type UnitAnswer } from './persona/rtu-slave.js';
 import { PersonaUnit } from './persona/unit.js';
+import { describeServerFailure } from './startup-failure.js';
 
 /** What persona units need: the shadow they are served from, the write pipeline, the model library. */
 export interface PersonaSources {
@@ -95,6 +96,12 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
   };
   /** Servers that could not start (a port in use): logged, reported, and the gateway runs on without them. */
   const failed = new Map<string, string>();
+  const fail = (config: ServerConfig, err: unknown): void => {
+    const line = describeServerFailure(err, config);
+    failed.set(config.id, line);
+    // One line naming the setting, no stack: a port in use is the user's to fix, not a bug.
+    log.error({ server: config.id }, line);
+  };
   const access = (deviceId: string): RawModbusAccess | undefined => {
     const device = buses.devices.get(deviceId);
     return device ? buses.drivers.get(device.config.bus)?.raw : undefined;
@@ -122,8 +129,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
             await slave.start();
             slaves.set(config.id, slave);
           } catch (err) {
-            failed.set(config.id, (err as Error).message);
-            log.error({ server: config.id, err }, `modbus server ${config.id} failed to start`);
+            fail(config, err);
           }
           continue;
         }
@@ -132,8 +138,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
           await door.start();
           doors.set(config.id, door);
         } catch (err) {
-          failed.set(config.id, (err as Error).message);
-          log.error({ server: config.id, err }, `modbus server ${config.id} failed to start`);
+          fail(config, err);
         }
       }
     },

@@ -9,7 +9,7 @@ const withServers = (servers: unknown[]): Record<string, unknown> => ({ ...modbu
 test('servers: the contract names load with their defaults and durations in ms', () => {
   const config = validateConfig(withServers([{ id: 'door', transport: 'tcp', port: 1502, units: [{ unit: 1, device: 'm1' }, { unit: 10, device: 'm1', writes: true, max_age: '5s' }] }]), { env: {}, models: {} });
   assert.equal(config.servers, [{
-    id: 'door', transport: 'tcp', host: '0.0.0.0', port: 1502, max_age: 2000, allow: [], max_clients: 64, miss_rate: 20,
+    id: 'door', transport: 'tcp', host: '0.0.0.0', port: 1502, framing: 'mbap', max_age: 2000, allow: [], max_clients: 64, miss_rate: 20,
     units: [{ unit: 1, device: 'm1', writes: false }, { unit: 10, device: 'm1', writes: true, max_age: 5000 }],
   }]);
   assert.equal(validateConfig(modbusConfig(points), { env: {}, models: {} }).servers, []);

@@ -347,6 +347,17 @@ test('the diagnostic unit lists each mapped unit online flag and age; figures co
   assert.match(metrics, /shadowgate_modbus_server_unit_hits_total\{server="door",unit="1"\} [1-9]\d*/);
   assert.match(metrics, /shadowgate_modbus_server_unit_exceptions_total\{server="door",unit="77",code="10"\} [1-9]/);
   assert.match(metrics, /shadowgate_modbus_server_client_requests_total\{server="door",client="127.0.0.1"\} [1-9]/);
+  // Latency histograms per client and per unit: every answered request is in them once; a miss took at
+  // least one bus transaction (request and answer at 9600 baud: > 10 ms, a lower bound noise cannot undercut).
+  const sample = (line: string): number => Number(new RegExp(`^${line.replace(/[{}.+]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+  const who = 'server="door",client="127.0.0.1"';
+  const clientCount = sample(`shadowgate_modbus_server_client_latency_seconds_count{${who}}`);
+  assert.is(clientCount, sample(`shadowgate_modbus_server_client_requests_total{${who}}`), 'one latency observation per counted request');
+  assert.is(sample(`shadowgate_modbus_server_client_latency_seconds_bucket{${who},le="+Inf"}`), clientCount);
+  const m1 = 'server="door",unit="1"';
+  const m1Count = sample(`shadowgate_modbus_server_unit_latency_seconds_count{${m1}}`);
+  assert.ok(m1Count - sample(`shadowgate_modbus_server_unit_latency_seconds_bucket{${m1},le="0.01"}`) >= 1, 'a miss took a bus transaction (> 10 ms at 9600 baud)');
+  assert.ok(sample(`shadowgate_modbus_server_unit_latency_seconds_sum{${m1}}`) > 0.01);
   const lint = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8', timeout: 10_000 });
   if (!lint.error) assert.is(`${lint.stdout}${lint.stderr}`.trim(), '', 'promtool check metrics is clean with the server figures');
 });

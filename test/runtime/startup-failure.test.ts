@@ -2,7 +2,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { validateConfig } from '../../src/config/load.js';
-import { StartupError, describeStartupFailure } from '../../src/runtime/startup-failure.js';
+import type { ServerConfig } from '../../src/config/types.js';
+import { StartupError, describeServerFailure, describeStartupFailure } from '../../src/runtime/startup-failure.js';
 
 const config = validateConfig({ gateway: { data_dir: '/var/lib/shadowgate' }, http: { port: 8081 }, mqtt: { port: 1883, ws_port: 8083 } }, { env: {} });
 const errno = (code: string, extra: Record<string, unknown>): Error => Object.assign(new Error(`${code} something`), { code, ...extra });
@@ -26,6 +27,19 @@ test('anything else is not explained (it keeps its stack)', () => {
   assert.is(describeStartupFailure(errno('EACCES', { syscall: 'open', path: '/etc/other' }), config), undefined);
   // Another listener on the same host (a server another part starts) is not blamed on mqtt or http.
   assert.is(describeStartupFailure(errno('EADDRINUSE', { syscall: 'listen', port: 9999, address: '0.0.0.0' }), config), undefined);
+});
+
+test('a Modbus server\'s port names servers[<id>].port, and says the gateway runs on without it', () => {
+  const withServer = validateConfig({ gateway: { data_dir: '/var/lib/shadowgate' }, http: { port: 8081 }, mqtt: { enable: false },
+    servers: [{ id: 'door', transport: 'tcp', port: 1502 }, { id: 'line', transport: 'rtu', port: '/dev/ttyUSB1' }] }, { env: {} });
+  const [door, line] = withServer.servers as [ServerConfig, ServerConfig];
+  assert.is(describeServerFailure(errno('EADDRINUSE', { syscall: 'listen', port: 1502, address: '0.0.0.0' }), door),
+    'servers[door].port 1502 is in use by another program: set servers[door].port; the gateway runs on without modbus server door');
+  assert.match(describeServerFailure(errno('EACCES', { syscall: 'listen', port: 1502 }), door), /^servers\[door\]\.port 1502 is below 1024/);
+  assert.is(describeServerFailure(errno('ENOENT', { syscall: 'open', path: '/dev/ttyUSB1' }), line),
+    'servers[line].port /dev/ttyUSB1 cannot be opened: ENOENT something; the gateway runs on without modbus server line');
+  // The gateway-wide describer knows the setting too (a listener failing outside the servers part).
+  assert.is(describeStartupFailure(errno('EADDRINUSE', { syscall: 'listen', port: 1502 }), withServer), 'servers[door].port 1502 is in use by another program: set servers[door].port');
 });
 
 test.run();

@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
+import { ModbusServers } from './modbus-servers.js';
 
 const num = (v, digits = 0) => (typeof v === 'number' ? v.toFixed(digits) : '—');
 
@@ -91,5 +92,6 @@ export function Buses() {
           </table></div>`}
         </article>`;
       })}
+      <${ModbusServers} />
     </section>`;
 }

@@ -5,9 +5,11 @@
  * both see the right answer. At most MAX_PIPELINE requests are open per connection: past that the socket
  * is paused (TCP flow control holds the client back) until answers go out, so memory stays bounded.
  * A stream that is not Modbus (bad protocol id or length) is closed: its framing cannot be found again.
+ * The framing (MBAP, or RTU over TCP) is the listener's choice (framing.ts); order and bounds are the same.
  */
 import type { Socket } from 'node:net';
-import { MbapParser, encodeMbap, type MbapFrame } from '../../protocol/modbus/mbap.js';
+import type { MbapFrame } from '../../protocol/modbus/mbap.js';
+import { mbapFraming, type DoorFraming } from './framing.js';
 
 export const MAX_PIPELINE = 16;
 
@@ -19,7 +21,6 @@ interface Slot {
 }
 
 export class DoorConnection {
-  private readonly parser = new MbapParser();
   private readonly slots: Slot[] = [];
   /** Frames read but not started (at most what one chunk held: the socket is paused meanwhile). */
   private readonly backlog: MbapFrame[] = [];
@@ -27,7 +28,7 @@ export class DoorConnection {
   readonly key: string;
   readonly address: string;
 
-  constructor(private readonly socket: Socket, private readonly handle: (frame: MbapFrame) => Promise<Uint8Array | null>, private readonly onClose: () => void) {
+  constructor(private readonly socket: Socket, private readonly handle: (frame: MbapFrame) => Promise<Uint8Array | null>, private readonly onClose: () => void, private readonly framing: DoorFraming = mbapFraming()) {
     this.address = normalizeAddress(socket.remoteAddress ?? '');
     this.key = `${this.address}:${socket.remotePort ?? 0}`;
     socket.setNoDelay(true);
@@ -50,7 +51,7 @@ export class DoorConnection {
   }
 
   private take(chunk: Buffer): void {
-    const { frames, error } = this.parser.push(chunk);
+    const { frames, error } = this.framing.push(chunk);
     this.backlog.push(...frames);
     if (error) this.socket.destroy();
     this.pump();
@@ -76,7 +77,7 @@ export class DoorConnection {
   private flush(): void {
     while (this.slots.length > 0 && this.slots[0]!.answer !== undefined) {
       const slot = this.slots.shift()!;
-      if (!this.closed && slot.answer) this.socket.write(encodeMbap(slot.tid, slot.unit, slot.answer));
+      if (!this.closed && slot.answer) this.socket.write(this.framing.encode(slot.tid, slot.unit, slot.answer));
     }
     this.pump();
   }

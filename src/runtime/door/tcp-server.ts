@@ -1,5 +1,5 @@
 /**
- * One Modbus TCP server ("front door"): a listener with at most `max_clients` connections, an optional
+ * One Modbus TCP server ("front door"), MBAP or RTU-over-TCP framed: a listener with at most `max_clients` connections, an optional
  * allow-list of client addresses, TCP keepalive and no idle timeout; each connection has its own bus
  * budget and pipeline (connection.ts), every request is answered by the handler.
  */
@@ -10,7 +10,8 @@ import type { RawModbusAccess } from '../../drivers/types.js';
 import type { Logger } from '../../util/logger.js';
 import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
-import { Figures } from './figures.js';
+import { mbapFraming, rtuFraming } from './framing.js';
+import { Figures, LATENCY_BOUNDS_S } from './figures.js';
 import type { GeneratedUnit } from './generated-unit.js';
 import { Budget, createHandler, type DeviceUnit } from './handler.js';
 
@@ -29,6 +30,8 @@ export class TcpDoor {
   private server: Server | null = null;
   private readonly connections = new Set<DoorConnection>();
   private refused = 0;
+  /** RTU framing: bytes dropped as no request (bad CRC, noise). */
+  private discarded = 0;
   port = 0;
 
   constructor(private readonly parts: TcpDoorParts) {}
@@ -59,11 +62,21 @@ export class TcpDoor {
       }
       const budget = new Budget(config.miss_rate, clock.mono());
       const personas = this.parts.personas;
+      const rtu = config.framing === 'rtu';
       const answer = (frame: MbapFrame): Promise<Uint8Array | null> => {
+        // RTU broadcast (unit 0): a line's slaves never answer it; a door serves no broadcast, so it is dropped.
+        if (rtu && frame.unit === 0) return Promise.resolve(null);
         const persona = personas?.get(frame.unit);
-        return persona ? persona(frame.pdu) : handle(frame, address, budget);
+        if (persona) return persona(frame.pdu);
+        const start = clock.mono();
+        return handle(frame, address, budget).then((pdu) => {
+          // After count(): the client's and unit's entries exist by now.
+          this.figures.latency(address, frame.unit, (clock.mono() - start) / 1000);
+          return pdu;
+        });
       };
-      const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn));
+      const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn),
+        rtu ? rtuFraming(() => clock.mono(), (bytes) => { this.discarded += bytes; }) : mbapFraming());
       this.connections.add(conn);
     });
     await new Promise<void>((resolve, reject) => {
@@ -76,7 +89,7 @@ export class TcpDoor {
     server.on('error', (err) => log.error({ server: config.id, err }, 'modbus server error'));
     this.server = server;
     this.port = (server.address() as { port: number }).port;
-    log.info({ server: config.id, host: config.host, port: this.port, units: [...units.keys()] }, 'modbus server listening');
+    log.info({ server: config.id, host: config.host, port: this.port, framing: config.framing, units: [...units.keys()] }, 'modbus server listening');
   }
 
   async stop(): Promise<void> {
@@ -88,7 +101,8 @@ export class TcpDoor {
 
   stats(): Record<string, unknown> {
     // Per unit and per client with exception codes: /metrics turns them into labels (api/metrics-servers.ts).
-    return { running: true, connections: this.connections.size, refused: this.refused, ...this.figures.snapshot() };
+    const rtu = this.parts.config.framing === 'rtu' ? { discardedBytes: this.discarded } : {};
+    return { running: true, connections: this.connections.size, refused: this.refused, ...rtu, latencyBounds: LATENCY_BOUNDS_S, ...this.figures.snapshot() };
   }
 
 }
