@@ -11,7 +11,7 @@ import type { Part } from '../core/lifecycle.js';
 import type { RawModbusAccess } from '../drivers/types.js';
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
-import type { Counts } from './door/figures.js';
+import { zeroCounts, type Counts } from './door/figures.js';
 import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
 import { RtuPersonaSlave, type UnitAnswer } from './persona/rtu-slave.js';
@@ -37,7 +37,6 @@ export interface ModbusServersPart extends Part<GatewayConfig> {
   personas(serverId: string): PersonaUnit[];
 }
 
-const zeroCounts = (): Counts => ({ requests: 0, hits: 0, misses: 0, writes: 0, exceptions: 0, codes: {} });
 
 export interface ModbusServersDeps extends PersonaSources {
   buses: BusesPart;

@@ -30,7 +30,8 @@ export interface Latency {
 /** Clients remembered at most (by address): a scan from many addresses cannot grow the map without end. */
 export const MAX_CLIENTS_TRACKED = 256;
 
-const zero = (): Counts => ({
+/** Counts with nothing counted yet (also a persona unit's, runtime/persona/unit.ts). */
+export const zeroCounts = (): Counts => ({
   requests: 0, hits: 0, misses: 0, writes: 0, exceptions: 0, codes: {},
   latency: { buckets: new Array<number>(LATENCY_BOUNDS_S.length + 1).fill(0), sum: 0, count: 0 },
 });
@@ -38,15 +39,15 @@ const zero = (): Counts => ({
 export type Outcome = 'hit' | 'miss' | 'write' | { exception: number };
 
 export class Figures {
-  readonly total = zero();
+  readonly total = zeroCounts();
   private readonly clients = new Map<string, Counts>();
   private readonly units = new Map<number, Counts>();
 
   count(client: string, unit: number, outcome: Outcome): void {
     let c = this.clients.get(client);
-    if (!c && this.clients.size < MAX_CLIENTS_TRACKED) this.clients.set(client, (c = zero()));
+    if (!c && this.clients.size < MAX_CLIENTS_TRACKED) this.clients.set(client, (c = zeroCounts()));
     let u = this.units.get(unit);
-    if (!u) this.units.set(unit, (u = zero()));
+    if (!u) this.units.set(unit, (u = zeroCounts()));
     for (const x of [this.total, c, u]) {
       if (!x) continue;
       x.requests++;

@@ -12,7 +12,7 @@ import type { DeviceIO } from '../../core/io.js';
 import type { Shadow } from '../../core/shadow.js';
 import { decodeRegisters } from '../../protocol/modbus/codec.js';
 import { EXCEPTION, decodeRequest, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
-import type { Counts } from '../door/figures.js';
+import { zeroCounts, type Counts } from '../door/figures.js';
 import { exceptionFor } from '../door/handler.js';
 import { Capture } from './capture.js';
 import { buildMap, clusterOf, valueWords, type PersonaMap, type Slot, type WritePolicy } from './map.js';
@@ -51,7 +51,7 @@ export interface PersonaCounts extends Counts {
 
 export class PersonaUnit {
   readonly unit: number;
-  readonly counts: PersonaCounts = { requests: 0, hits: 0, misses: 0, writes: 0, exceptions: 0, codes: {}, silent: 0 };
+  readonly counts: PersonaCounts = { ...zeroCounts(), silent: 0 };
   readonly map: PersonaMap;
   readonly capture: Capture | null;
   private snap: Snapshot;
