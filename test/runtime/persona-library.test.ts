@@ -126,7 +126,8 @@ test('a persona unit counts its requests as the door counts its units: hits, wri
   await unit.answer(writePdu(0x0028, 1));
   clock.advance(6000);
   await unit.answer(readPdu(3, 0x0028, 2));
-  assert.equal(unit.counts, { requests: 7, hits: 2, misses: 0, writes: 1, exceptions: 2, codes: { 2: 2 }, silent: 2 });
+  const { latency: _latency, ...counts } = unit.counts; // a persona answers from its snapshot: its latency is not measured
+  assert.equal(counts, { requests: 7, hits: 2, misses: 0, writes: 1, exceptions: 2, codes: { 2: 2 }, silent: 2 });
 });
 
 test.run();
