@@ -227,9 +227,11 @@ test('a value is never served older than max_age: a unit that stops answering ge
     const t0 = performance.now();
     let last = fresh.pdu;
     while (performance.now() - t0 < 4000) {
+      // Timed when sent, not when answered: on a loaded machine the answer to a hit sent in time can come late.
+      const sent = performance.now() - t0;
       last = (await c.request(2, 2, read(3, 0, 2))).pdu;
       if (last[0] !== 3) break;
-      assert.ok(performance.now() - t0 < 1200, 'an answer from the image after max_age (1 s) plus a poll');
+      assert.ok(sent < 1200, `an answer from the image after max_age (1 s) plus a poll (asked at ${Math.round(sent)} ms)`);
       await sleep(50);
     }
     assert.equal(last, [0x83, 0x0b]);
