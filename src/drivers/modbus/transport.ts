@@ -10,7 +10,7 @@ import { GatewayError } from '../../core/errors.js';
 import type { RawRequest } from '../types.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
-export const ModbusRTU = M.default;
+const ModbusRTU = M.default;
 
 /** A request as it goes on the wire: the same shape a Modbus server forwards (drivers/types.ts). */
 export type WireRequest = RawRequest;
@@ -32,10 +32,7 @@ export interface ModbusTransport {
   drain(quietMs: number, maxMs: number): Promise<void>;
   /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
   lastRxAt?(): number;
-  /**
-   * Until when the line is not free for another reason than silence: another master's request heard may
-   * still be answered, or a frame heard has not ended yet (0: neither).
-   */
+  /** Until when another master's request heard on the line may still be answered (0: none pending). */
   answerPendingUntil?(): number;
   /**
    * Takes in, synchronously, what has come but was not read yet (the event loop was held up); returns how
@@ -106,11 +103,6 @@ export abstract class ClientTransport implements ModbusTransport {
 
   protected abstract connect(client: Client): Promise<void>;
 
-  /** A fresh client for each open (an RTU link hands it a port of its own). */
-  protected newClient(): Client {
-    return new ModbusRTU();
-  }
-
   /**
    * How long an open may take. A wedged USB adapter can leave open() pending forever, which would hold
    * the bus (and its reopen loop) with it: past this the open fails and the bus's reopen backoff goes on.
@@ -119,7 +111,7 @@ export abstract class ClientTransport implements ModbusTransport {
 
   async open(): Promise<void> {
     await this.close();
-    const client = this.newClient();
+    const client = new ModbusRTU();
     // modbus-serial re-emits port errors; an EventEmitter 'error' without a listener would kill the process.
     client.on('error', (err: unknown) => this.markLost(`error: ${String((err as Error)?.message ?? err)}`));
     client.on('close', () => this.markLost('closed'));
