@@ -5,9 +5,12 @@
  * - modbus-serial `_port` (late-error mute), `_port._buffer` and `_port._client` (RTU drain after a timeout);
  * - polka `routes` (405 with Allow instead of 404);
  * - aedes `persistence.storeRetained` (retained messages kept in order for the flat-file store);
- * - Node's `socket._httpMessage` (an envelope for a parse error of a request already in a handler).
+ * - Node's `socket._httpMessage` (an envelope for a parse error of a request already in a handler);
+ * - serialport's Linux binding port: `fd`, `poller.once`, `read`/`write` and `writeOperation`, which
+ *   src/drivers/modbus/poll-binding.ts replaces and sets (reads and writes on the event loop).
  * (node-persist is used through its documented setItem/getItem only.)
  */
+import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
@@ -61,6 +64,36 @@ test("node: a server socket points at its in-flight response through _httpMessag
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   assert.ok(seen instanceof http.ServerResponse, 'socket._httpMessage is gone (src/api/server.ts onClientError)');
+});
+
+test('serialport: its binding opens a tty as a port with fd, poller.once, read, write and writeOperation', async () => {
+  if (spawnSync('socat', ['-V']).status !== 0) {
+    console.log('SKIP: serialport canary: socat is not installed (apt-get install socat)');
+    return;
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-tty-'));
+  const a = path.join(dir, 'a');
+  const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${path.join(dir, 'b')}`], { stdio: 'ignore' });
+  try {
+    const { existsSync } = await import('node:fs');
+    const until = Date.now() + 5000;
+    while (!existsSync(a) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    const { SerialPort } = await import('serialport');
+    const binding = SerialPort.binding as unknown as { open(o: object): Promise<Record<string, unknown> & { close(): Promise<void> }> };
+    const port = await binding.open({ path: a, baudRate: 9600, dataBits: 8, parity: 'none', stopBits: 1 });
+    try {
+      assert.type(port['fd'], 'number', 'the binding port no longer exposes fd (poll-binding.ts reads it)');
+      assert.type((port['poller'] as { once?: unknown } | undefined)?.once, 'function', 'the binding port has no poller.once (poll-binding.ts)');
+      assert.type(port['read'], 'function');
+      assert.type(port['write'], 'function');
+      assert.ok('writeOperation' in port, 'the binding port no longer keeps writeOperation (poll-binding.ts sets it for drain)');
+    } finally {
+      await port.close();
+    }
+  } finally {
+    socat.kill();
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();
