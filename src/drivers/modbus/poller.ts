@@ -205,6 +205,9 @@ export class Poller {
       }
       return;
     }
+    // A SunSpec map let go during this cycle (the link came up again: walk pending) has no constants to add:
+    // what the cycle read is dropped with it rather than published without its scale factors.
+    if (device.sunspec && !device.groups.includes(group)) return;
     if (read) sink.data(device.id, device.sunspec ? Object.assign(values, device.sunspec.constants) : values);
     if (failure) sink.failure(device.id, failure);
   }
