@@ -35,11 +35,14 @@ async function gatewayAlive(pid: number): Promise<boolean> {
   return cmdline === undefined || /shadowgate|\bmain\.[cm]?[jt]s\0run\b/.test(cmdline);
 }
 
+/** This boot's id (Linux): a lock written in another boot is stale whatever its PID now names. */
+const bootId = (): Promise<string> => readFile('/proc/sys/kernel/random/boot_id', 'utf8').then((t) => t.trim(), () => '');
+
 async function create(file: string): Promise<boolean> {
   try {
     const fh = await open(file, 'wx', 0o644);
     try {
-      await fh.writeFile(`${process.pid}\n`);
+      await fh.writeFile(`${process.pid}\n${await bootId()}\n`);
       await fh.sync();
     } finally {
       await fh.close();
@@ -59,8 +62,12 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     if (await create(file)) {
       return { file, release: () => rm(file, { force: true }) };
     }
-    const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-    if (await gatewayAlive(pid)) {
+    const [pidText = '', lockBoot = ''] = (await readFile(file, 'utf8').catch(() => '')).split('\n');
+    const pid = Number(pidText.trim());
+    // After a power cut the PID of the last boot's gateway can name anything of this boot (in a VM or on a
+    // Pi the boot order repeats, and our own helpers have "shadowgate" in their paths): another boot's lock is stale.
+    const sameBoot = lockBoot.trim() === '' || lockBoot.trim() === (await bootId());
+    if (sameBoot && (await gatewayAlive(pid))) {
       throw new StartupError(`gateway.data_dir ${dataDir} is in use by another shadowgate (PID ${pid}): stop it, or give this one its own gateway.data_dir`);
     }
     // Stale (its gateway died without stopping) or unreadable: taken over.

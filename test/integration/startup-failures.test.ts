@@ -108,7 +108,7 @@ test('a second gateway on the same data_dir stops before restoring anything; a s
   const first = cli(['run', '--config', config], env(dataDir));
   const port = await waitReady(first);
   assert.is((await call(port, '/api/v1/ok')).body.data, true);
-  assert.is((await readFile(path.join(dataDir, 'gateway.lock'), 'utf8')).trim(), String(first.pid));
+  assert.is((await readFile(path.join(dataDir, 'gateway.lock'), 'utf8')).split('\n')[0], String(first.pid), 'the lock names the running gateway (then this boot)');
   const second = await runCli(['run', '--config', config], env(dataDir));
   assertOneLine(second, new RegExp(`^shadowgate: gateway\\.data_dir ${dataDir} is in use by another shadowgate \\(PID ${first.pid}\\): `));
   assert.not.match(second.stdout, /restored/, 'nothing restored by the second one');
