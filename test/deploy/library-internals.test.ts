@@ -6,6 +6,9 @@
  * - polka `routes` (405 with Allow instead of 404);
  * - aedes `persistence.storeRetained` (retained messages kept in order for the flat-file store);
  * - Node's `socket._httpMessage` (an envelope for a parse error of a request already in a handler);
+ * - prom-client's Registry.registerMetric taking any object with get() (api/metrics.ts: a histogram counted
+ *   elsewhere); aedes' `publish`, replaced to drop a refused publish (export/broker.ts; behaviour in
+ *   test/export/ha-client.test.ts);
  * - serialport's Linux binding port: `fd`, `poller.once`, `read`/`write` and `writeOperation`, which
  *   src/drivers/modbus/poll-binding.ts replaces and sets (reads and writes on the event loop).
  * (node-persist is used through its documented setItem/getItem only.)
@@ -94,6 +97,26 @@ test('serialport: its binding opens a tty as a port with fd, poller.once, read, 
     socat.kill();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('prom-client: a registered object with get() is rendered as the histogram it returns', async () => {
+  const { Registry } = await import('prom-client');
+  const registry = new Registry();
+  const values = [
+    { metricName: 'x_seconds_bucket', labels: { le: 0.5 }, value: 1 }, { metricName: 'x_seconds_bucket', labels: { le: '+Inf' }, value: 2 },
+    { metricName: 'x_seconds_sum', labels: {}, value: 1.5 }, { metricName: 'x_seconds_count', labels: {}, value: 2 },
+  ];
+  registry.registerMetric({ name: 'x_seconds', get: () => ({ name: 'x_seconds', help: 'h', type: 'histogram', values, aggregator: 'sum' }) } as never);
+  const text = await registry.metrics();
+  assert.match(text, /# TYPE x_seconds histogram/, 'prom-client no longer renders a get() object (api/metrics.ts histograms)');
+  assert.match(text, /x_seconds_bucket\{le="\+Inf"\} 2/);
+});
+
+test('aedes: publish is a replaceable method of the instance', async () => {
+  const { Aedes } = await import('aedes');
+  const broker = await Aedes.createBroker();
+  assert.type((broker as unknown as { publish?: unknown }).publish, 'function', 'aedes.publish moved (export/broker.ts wraps it to drop refused publishes)');
+  await new Promise<void>((r) => broker.close(() => r()));
 });
 
 test.run();
