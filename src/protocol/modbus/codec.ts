@@ -43,8 +43,8 @@ function canonicalBytes(words: readonly number[], block: Block): Uint8Array {
   return bytes;
 }
 
-/** Inverse of canonicalBytes: big-endian value bytes -> register words in the device's order. */
-function deviceWords(bytes: Uint8Array, block: Block): number[] {
+/** Inverse of canonicalBytes: big-endian value bytes -> register words in the device's order (also personas' sentinels). */
+export function deviceWords(bytes: Uint8Array, block: Pick<Block, 'word_order' | 'byte_order'>): number[] {
   const words: number[] = [];
   for (let i = 0; i < bytes.length; i += 2) {
     const hi = bytes[i]!;

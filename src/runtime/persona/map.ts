@@ -6,7 +6,7 @@
  * names one, else NaN for floats and the SunSpec sentinels for integers — never an invented 0.
  */
 import type { ModelConfig, PointConfig } from '../../config/types.js';
-import { encodeRegisters, pointWidth } from '../../protocol/modbus/codec.js';
+import { deviceWords, encodeRegisters, pointWidth } from '../../protocol/modbus/codec.js';
 import type { ModbusBlock } from '../../protocol/modbus/types.js';
 
 export type WritePolicy = 'store' | 'forward' | 'reject';
@@ -61,21 +61,10 @@ const SENTINEL: Record<string, bigint> = {
   int64: 0x8000000000000000n, uint64: 0xffffffffffffffffn, bool: 0xffffn,
 };
 
-/** Big-endian value bytes -> register words in the block's byte and word order. */
-function ordered(bytes: Uint8Array, block: ModbusBlock): number[] {
-  const words: number[] = [];
-  for (let i = 0; i < bytes.length; i += 2) {
-    const hi = bytes[i]!;
-    const lo = bytes[i + 1]!;
-    words.push(block.byte_order === 'little' ? (lo << 8) | hi : (hi << 8) | lo);
-  }
-  return block.word_order === 'little' ? words.reverse() : words;
-}
-
 function patternWords(pattern: bigint, width: number, block: ModbusBlock): number[] {
   const bytes = new Uint8Array(width * 2);
   for (let i = width * 2 - 1, p = pattern; i >= 0; i--, p >>= 8n) bytes[i] = Number(p & 0xffn);
-  return ordered(bytes, block);
+  return deviceWords(bytes, block);
 }
 
 /** The words a register of this point answers when it has no value. */
@@ -94,7 +83,7 @@ export function missingWords(point: PointConfig, block: ModbusBlock): number[] {
     const view = new DataView(bytes.buffer);
     if (block.data_type === 'float32') view.setFloat32(0, Number.NaN);
     else view.setFloat64(0, Number.NaN);
-    return ordered(bytes, block);
+    return deviceWords(bytes, block);
   }
   return patternWords(SENTINEL[block.data_type]!, width, block);
 }
