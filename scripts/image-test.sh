@@ -17,7 +17,7 @@ PASS=0 FAIL=0 SKIP=0
 ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
 bad() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
 # `CONDITION; result NAME`: one check from the status of the command (or && chain) before it.
-result() { local rc=$?; if [ "$rc" = 0 ]; then ok "$1"; else bad "$1"; fi; }
+result() { local rc=$?; if [ "$rc" = 0 ]; then ok "$1"; else bad "$1"; fi; return "$rc"; }
 # json_ok JSON JS-EXPRESSION: the expression, over the parsed JSON as `j`, is true.
 # shellcheck disable=SC2016 # JavaScript, not shell
 json_ok() { node -e 'const j = JSON.parse(process.argv[1]); process.exit(new Function("j", `return (${process.argv[2]})`)(j) ? 0 : 1)' "$1" "$2" 2>/dev/null; }
@@ -197,6 +197,16 @@ token2=$(ssh_vm cat /data/config/api-token)
 # gateway wrote but did not fsync is lost with the guest's page cache (the data partition commits its
 # journal only every 30 s). A setpoint written, one save that started after it, then the cut: it must be
 # back. SHADOWGATE_IMAGE_CUTS random cuts follow (default 1; `make reliability` runs more).
+# What a failed check after a cut needs to be understood: the selftest's view of that boot and the
+# gateway's own log of it (the journal is in memory only, so it is read now, before any reboot).
+after_cut_failed() {
+  local n=$1
+  for key in shadowgate status_text restarts start_to_ready_ms rest; do echo "# boot $n: SELFTEST $key=$(fact "$n" $key)"; done
+  echo "--- journalctl -b -u shadowgate (last 40 lines)"
+  ssh_vm 'journalctl -b -o short-monotonic -u shadowgate --no-pager | tail -n 40' 2>&1 | tr -d '\r'
+  echo "--- now: $(api -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HP/api/v1/health/shadow" 2>&1)"
+  echo "---"
+}
 cut_power() { ssh_vm 'echo 1 > /proc/sys/kernel/sysrq; echo b > /proc/sysrq-trigger' >/dev/null 2>&1 || true; }
 saves() { api "http://127.0.0.1:$HP/api/v1/health/shadow" | node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>{try{console.log(JSON.parse(s).data.checks.persistence.saves)}catch{console.log(-1)}})'; }
 boots=2
@@ -211,7 +221,8 @@ cut_power
 boots=$((boots + 1))
 if ! boot_wait $boots; then bad "boot after power cut 1 reaches the selftest"; show_console; exit 1; fi
 value=$(api "http://127.0.0.1:$HP/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint")
-json_ok "$value" "j.data?.write_value === $setpoint"; result "power cut 1: the setpoint saved before the cut is back ($setpoint; loss bound persist_interval 5 s)"
+json_ok "$value" "j.data?.write_value === $setpoint"
+result "power cut 1: the setpoint saved before the cut is back ($setpoint; loss bound persist_interval 5 s)" || after_cut_failed $boots
 problems=$(ssh_vm "journalctl -b -o cat -u shadowgate | grep -c 'persisted shadow problem\|segment is damaged\|registry unreadable' || true")
 [ "${problems:-1}" = 0 ]; result "power cut 1: no damaged shadow generation or history file (found: ${problems:-?})"
 hist=$(api "http://127.0.0.1:$HP/api/v1/history?device=thermostat-1&point=temperature&start=$((cut_ms - 120000))&end=$cut_ms")
@@ -227,7 +238,7 @@ for k in $(seq 2 $((1 + ${SHADOWGATE_IMAGE_CUTS:-1}))); do
   health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
   problems=$(ssh_vm "journalctl -b -o cat -u shadowgate | grep -c 'persisted shadow problem\|segment is damaged\|registry unreadable' || true")
   json_ok "$health" 'j.success && j.data.checks.persistence.ok' && [ "${problems:-1}" = 0 ]
-  result "power cut $k (random moment): the gateway is back, persistence healthy, no damaged file"
+  result "power cut $k (random moment): the gateway is back, persistence healthy, no damaged file" || after_cut_failed $boots
 done
 
 ssh_vm 'systemctl poweroff' || true
