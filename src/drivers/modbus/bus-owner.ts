@@ -3,9 +3,12 @@
  * a time (RTU has no transaction ids: two requests in flight desynchronise the link for good), with
  * t3.5 of silence before each request, a timeout on every request, a drain after a timeout or a
  * corrupt frame, and a reopen loop with backoff when the port or socket goes away (USB unplug,
- * socat restart, PLC reboot). Jobs are queued by priority: writes, then on-demand reads, then polls.
+ * socat restart, PLC reboot). Jobs are queued by priority: writes, then on-demand reads, then polls;
+ * polls go in their cycles' fair order (protocol/modbus/cycle-order.ts), so a saturated line stretches
+ * every device's cycle evenly.
  */
 import { GatewayError } from '../../core/errors.js';
+import { CycleOrder, type CycleTag } from '../../protocol/modbus/cycle-order.js';
 import type { Logger } from '../../util/logger.js';
 import { classify, type ClassifiedError } from './errors.js';
 import type { ModbusTransport, WireRequest } from './transport.js';
@@ -71,15 +74,19 @@ export interface BusIo {
 
 interface QueuedJob {
   priority: Priority;
+  /** Polls only: the cycle's place in the fair order. */
+  tag: CycleTag | undefined;
   run: (io: BusIo) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class BusOwner {
   private readonly queues: QueuedJob[][] = [[], [], []];
+  private readonly order = new CycleOrder();
   private busy = false;
   private stopped = true;
   private lastFrameEnd = 0;
@@ -146,15 +153,24 @@ export class BusOwner {
    * beyond MAX_WAITING are refused at once with BUS_BUSY (polls are bounded by the devices themselves:
    * one cycle per group in flight).
    */
-  enqueue<T>(priority: Priority, run: (io: BusIo) => Promise<T>): Promise<T> {
+  enqueue<T>(priority: Priority, run: (io: BusIo) => Promise<T>, tag?: CycleTag): Promise<T> {
     if (this.stopped) return Promise.reject(new GatewayError('DRIVER_ERROR', `bus ${this.options.busId} is stopped`));
     if (priority !== PRIORITY.poll && this.queues[PRIORITY.write]!.length + this.queues[PRIORITY.read]!.length >= MAX_WAITING) {
       return Promise.reject(new GatewayError('BUS_BUSY', `bus ${this.options.busId} busy: ${MAX_WAITING} requests are already waiting; try again shortly`));
     }
     return new Promise<T>((resolve, reject) => {
-      this.queues[priority]!.push({ priority, run, resolve: resolve as (v: unknown) => void, reject });
+      const order = priority === PRIORITY.poll ? tag ?? this.order.now() : undefined;
+      this.queues[priority]!.push({ priority, tag: order, run, resolve: resolve as (v: unknown) => void, reject });
       void this.pump();
     });
+  }
+
+  /**
+   * A poll cycle begins: its tag in the fair order, for each of its requests (`group`: any object that
+   * stays the same for the group's cycles).
+   */
+  cycleTag(group: object, periodMs: number): CycleTag {
+    return this.order.begin(group, periodMs);
   }
 
   private async pump(): Promise<void> {
@@ -165,9 +181,10 @@ export class BusOwner {
       let sincePoll = 0;
       for (;;) {
         // Writes, then on-demand reads, then polls — but after ON_DEMAND_IN_A_ROW on-demand jobs a waiting
-        // poll goes next, so polls keep a third of the line however hard clients push (issue 11 item 2).
+        // poll goes next, so polls keep a third of the line however hard clients push.
         const polls = this.queues[PRIORITY.poll]!;
-        const job = sincePoll >= ON_DEMAND_IN_A_ROW && polls.length > 0 ? polls.shift() : this.queues.find((q) => q.length > 0)?.shift();
+        const onDemand = this.queues[PRIORITY.write]!.length > 0 ? this.queues[PRIORITY.write]! : this.queues[PRIORITY.read]!;
+        const job = onDemand.length > 0 && (sincePoll < ON_DEMAND_IN_A_ROW || polls.length === 0) ? onDemand.shift() : this.nextPoll();
         if (!job) break;
         sincePoll = job.priority === PRIORITY.poll ? 0 : sincePoll + 1;
         try {
@@ -175,11 +192,24 @@ export class BusOwner {
         } catch (err) {
           job.reject(err);
         }
+        // Other cycles wait: let the one just served queue its next request first (a turn of the loop, so
+        // every promise reaction has run), or a cycle of several requests would queue behind them after each.
+        if (job.priority === PRIORITY.poll && polls.length > 0) await nextTurn();
       }
     } finally {
       this.busy = false;
       this.markIdle();
     }
+  }
+
+  /** The poll whose cycle goes first in the fair order, taken off the queue. */
+  private nextPoll(): QueuedJob | undefined {
+    const polls = this.queues[PRIORITY.poll]!;
+    const i = CycleOrder.first(polls as { tag: CycleTag }[]);
+    if (i < 0) return undefined;
+    const job = polls.splice(i, 1)[0]!;
+    this.order.served(job.tag!);
+    return job;
   }
 
   private stats(unit: number): UnitStats {

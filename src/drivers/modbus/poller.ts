@@ -3,7 +3,9 @@
  * queued at poll priority, so writes and on-demand reads overtake them. A cycle's answers are reported
  * to the sink together, as one atomic update; a cycle with failed requests is one sink.failure. A
  * degraded device only gets its probe through; the others keep their rate: their schedule is a fixed grid,
- * and a cycle the bus held back (another unit's timeout) is made up at once.
+ * and a cycle the bus held back (another unit's timeout) is made up at once. When polls are due faster
+ * than the line serves them, the bus takes whole cycles in a fair order, so every group's period
+ * stretches by the same factor (protocol/modbus/cycle-order.ts).
  */
 import type { Clock } from '../../core/clock.js';
 import type { DataSink, RawValue } from '../types.js';
@@ -148,6 +150,9 @@ export class Poller {
     const due = group.nextDue;
     const start = clock.mono();
     const cycle = ++this.cycles;
+    // Every request of the cycle keeps the cycle's place in the bus's fair order (a saturated line stretches
+    // every group's period by the same factor, however many requests its cycle takes).
+    const tag = this.bus.cycleTag(group, group.intervalMs);
     const values: Record<string, RawValue> = {};
     let read = false;
     let moved = false;
@@ -159,7 +164,7 @@ export class Poller {
         try {
           const data = await this.bus.enqueue(PRIORITY.poll, (io) =>
             io.request(device.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, device.health.suspect ? 0 : this.options.retries),
-          );
+          tag);
           device.health.answered();
           device.counters.polls++;
           const decoded = decodeResponse(request, data as (number | boolean)[]);
