@@ -3,7 +3,8 @@
  * 1. wire time of our plan vs a contiguous-only merge (the Neuron/EdgeX approach) on gappy maps and on
  *    the model library, at 9600 and 19200 baud — target ≥ 1.5× less on gappy maps;
  * 2. measured poll-cycle time of a multi-device bus through a baud-emulating pty relay vs the
- *    theoretical wire limit of the plan — target ≤ 1.15×.
+ *    theoretical wire limit of the plan — target ≤ 1.15×;
+ * 3. a saturated bus (modbus-saturated.ts): the worst device's cycle period vs the replay floor — target ≤ 1.15×.
  * Run alone: `node --import tsx scripts/bench/modbus-planner.ts`; `make bench` calls benchModbus().
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -20,6 +21,7 @@ import { planCostMs, planReads, type PlanPoint, type ReadRequest } from '../../s
 import { charMs, dataBytes, rtuCostModel, silenceMs } from '../../src/protocol/modbus/wire-cost.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { startBaudRelay } from '../modbus-rig/baud-relay.js';
+import { saturatedBus } from './modbus-saturated.js';
 import type { Result } from './report.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -167,6 +169,7 @@ export async function benchModbus(): Promise<Result[]> {
     return results;
   }
   for (const baud of [9600, 19200]) results.push(await measuredCycle(baud));
+  results.push(await saturatedBus(9600));
   return results;
 }
 
