@@ -181,7 +181,7 @@ export class BusOwner {
       let sincePoll = 0;
       for (;;) {
         // Writes, then on-demand reads, then polls — but after ON_DEMAND_IN_A_ROW on-demand jobs a waiting
-        // poll goes next, so polls keep a third of the line however hard clients push.
+        // poll goes next, so polls keep a third of the line however hard clients push (issue 11 item 2).
         const polls = this.queues[PRIORITY.poll]!;
         const onDemand = this.queues[PRIORITY.write]!.length > 0 ? this.queues[PRIORITY.write]! : this.queues[PRIORITY.read]!;
         const job = onDemand.length > 0 && (sincePoll < ON_DEMAND_IN_A_ROW || polls.length === 0) ? onDemand.shift() : this.nextPoll();
