@@ -9,6 +9,7 @@ import { GatewayError, invalidValue, pointReadonly, unknownDevice, unknownPoint 
 import type { Driver, DriverContext, DriverFactory, PointWrite, RawValue } from './types.js';
 import { loadBoards, resolveBoard, type BoardDefinition } from './gpio/board.js';
 import { resolveChipMapping, type ChipMapping } from './gpio/chip.js';
+import { PulseCounter } from './gpio/counter.js';
 import { DebouncedInput } from './gpio/input.js';
 import { createOnoffPort } from './gpio/onoff-port.js';
 import { planLines, type LineSpec } from './gpio/plan.js';
@@ -20,6 +21,8 @@ export { resolveConfigBoard, type BoardDefinition } from './gpio/board.js';
 
 /** How often an input without interrupts is sampled (its changes still go through the debounce). */
 export const FALLBACK_SAMPLE_MS = 50;
+/** The same for a pulse counter: an S0 pulse is 30 ms or longer, so sampling must be well inside that. */
+export const COUNTER_SAMPLE_MS = 10;
 
 /** What tests and other backends can replace; production uses the defaults. */
 export interface GpioDriverDeps {
@@ -37,6 +40,7 @@ interface LineState {
   spec: LineSpec;
   line?: GpioLine;
   input?: DebouncedInput;
+  counter?: PulseCounter;
   /** Why the line could not be claimed. */
   error?: string;
 }
@@ -53,6 +57,9 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
   const byDevice = new Map<string, Map<string, LineState>>(devices.map((d) => [d.config.id, new Map()]));
   const intervals: TimerHandle[] = [];
   const sampled: LineState[] = [];
+  const sampledCounters: LineState[] = [];
+  /** Rate point → the counter point it derives from, per device. */
+  const rateOf = new Map<string, Map<string, string>>();
   let backend = 'none';
   let chipText = '';
   let running = false;
@@ -78,10 +85,13 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       line.write(physicalInitial);
       return;
     }
+    const counter = spec.counter ? startCounter(spec) : undefined;
+    state.counter = counter;
     const input = new DebouncedInput({
       edge: spec.edge, activeLow: spec.activeLow, debounceMs: spec.debounceMs, timers,
       read: () => line.read(),
-      report: (value) => {
+      // A counter's pulses are reported with its total at the next poll (one update per poll, not per pulse).
+      report: counter ? () => counter.pulse(ctx.clock.mono()) : (value) => {
         if (running) ctx.sink.data(spec.deviceId, { [spec.point]: value });
       },
       onError: (e) => ctx.sink.failure(spec.deviceId, e),
@@ -92,16 +102,51 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     try {
       line.watch((level) => input.edge(level));
     } catch (e) {
+      const every = counter ? COUNTER_SAMPLE_MS : FALLBACK_SAMPLE_MS;
       log.warn({ device: spec.deviceId, point: spec.point, pin: spec.bcm, err: (e as Error).message },
-        `edge interrupts unavailable for ${spec.deviceId}.${spec.point}; polling it every ${FALLBACK_SAMPLE_MS}ms instead`);
-      sampled.push(state);
+        `edge interrupts unavailable for ${spec.deviceId}.${spec.point}; polling it every ${every}ms instead`);
+      (counter ? sampledCounters : sampled).push(state);
     }
+  }
+
+  /** Continues from the total the shadow holds (restored from data_dir at start), else from 0. */
+  function startCounter(spec: LineSpec): PulseCounter {
+    const counter = spec.counter!;
+    const point = devices.find((d) => d.config.id === spec.deviceId)?.points.get(spec.point);
+    const last = ctx.lastValue(spec.deviceId, spec.point);
+    // The shadow holds raw * scale + offset; the counter continues from the raw total.
+    const startTotal = typeof last === 'number' ? (last - (point?.offset ?? 0)) / (point?.scale ?? 1) : 0;
+    if (typeof last === 'number') log.info({ device: spec.deviceId, point: spec.point, total: startTotal }, 'pulse counter continues from the persisted total');
+    return new PulseCounter({
+      pulsesPerUnit: counter.pulsesPerUnit, ratePer: counter.ratePer, rateTimeoutMs: counter.rateTimeoutMs,
+      startMono: ctx.clock.mono(), startTotal: Number.isFinite(startTotal) ? startTotal : 0,
+    });
+  }
+
+  /** A counter's total and its rate points (a rate not known yet is left out: never a made-up 0). */
+  function counterValues(state: LineState, values: Record<string, RawValue>): void {
+    const counter = state.counter!;
+    values[state.spec.point] = counter.total();
+    const rate = counter.rate(ctx.clock.mono());
+    if (rate === undefined) return;
+    for (const name of state.spec.counter!.ratePoints) values[name] = rate;
+  }
+
+  function counterRead(counter: PulseCounter, spec: LineSpec, point: string): RawValue {
+    if (point === spec.point) return counter.total();
+    const rate = counter.rate(ctx.clock.mono());
+    if (rate === undefined) throw driverError(`rate ${point} is not known yet: fewer than two pulses on ${spec.point} since start`);
+    return rate;
   }
 
   function pollGroup(deviceId: string, states: readonly LineState[]): void {
     const values: Record<string, RawValue> = {};
     let error: Error | undefined;
     for (const state of states) {
+      if (state.counter) {
+        if (state.line) counterValues(state, values);
+        continue;
+      }
       // A point waiting out its debounce is reported by the edge; a mid-bounce sample would be noise.
       if (!state.line || state.input?.settling) continue;
       try {
@@ -130,12 +175,17 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
         for (const state of sampled) state.input?.sample();
       }, FALLBACK_SAMPLE_MS));
     }
+    if (sampledCounters.length > 0) {
+      intervals.push(timers.setInterval(() => {
+        for (const state of sampledCounters) state.input?.sample();
+      }, COUNTER_SAMPLE_MS));
+    }
   }
 
   function lineFor(deviceId: string, point: string): LineState {
     const states = byDevice.get(deviceId);
     if (!states) throw unknownDevice();
-    const state = states.get(point);
+    const state = states.get(rateOf.get(deviceId)?.get(point) ?? point);
     if (!state) throw unknownPoint(point);
     if (!state.line) throw driverError(`GPIO line of point ${point} is not available: ${state.error ?? 'driver not started'}`);
     return state;
@@ -173,6 +223,10 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       const { lines, problems } = planLines(devices, board);
       for (const p of problems) fail(p.deviceId, `point ${p.point} ${p.key}: ${p.message}`);
       for (const spec of lines) {
+        for (const name of spec.counter?.ratePoints ?? []) {
+          const rates = rateOf.get(spec.deviceId) ?? new Map<string, string>();
+          rateOf.set(spec.deviceId, rates.set(name, spec.point));
+        }
         const state: LineState = { spec };
         byDevice.get(spec.deviceId)?.set(spec.point, state);
         try {
@@ -192,6 +246,8 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       running = false;
       for (const handle of intervals.splice(0)) timers.clearInterval(handle);
       sampled.length = 0;
+      sampledCounters.length = 0;
+      rateOf.clear();
       for (const states of byDevice.values()) {
         for (const state of states.values()) {
           state.input?.stop();
@@ -205,8 +261,8 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     async read(deviceId: string, points: readonly string[]): Promise<Record<string, RawValue>> {
       const values: Record<string, RawValue> = {};
       for (const point of points) {
-        const { line, spec } = lineFor(deviceId, point);
-        values[point] = toLogical(line!.read(), spec.activeLow);
+        const { line, spec, counter } = lineFor(deviceId, point);
+        values[point] = counter ? counterRead(counter, spec, point) : toLogical(line!.read(), spec.activeLow);
       }
       return values;
     },
@@ -225,7 +281,7 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       for (const states of byDevice.values()) {
         for (const s of states.values()) s.line ? open++ : failed++;
       }
-      return { backend, chip: chipText, lines: open, failed, polled_fallback: sampled.length };
+      return { backend, chip: chipText, lines: open, failed, polled_fallback: sampled.length + sampledCounters.length };
     },
   };
 }
