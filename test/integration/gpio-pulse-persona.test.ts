@@ -6,6 +6,7 @@
  * the gateway is killed and started again after more than the device TTL and the total goes on.
  * Skipped with the reason when unshare is not permitted here.
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,16 @@ const RUNNER = 'scripts/gpio-fake/pulse-persona-in-namespace.ts';
 const TIMEOUT_MS = 45_000;
 /** What an SDM120 float register holds for `kwh`. */
 const f32 = (kwh: number): number => Math.fround(kwh);
+
+test('docs/personas.md shows exactly the example config this test runs', () => {
+  const doc = readFileSync('docs/personas.md', 'utf8');
+  const section = doc.slice(doc.indexOf('### A persona fed by a GPIO pulse counter'));
+  const block = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(block, 'the section has a json block');
+  const example = JSON.parse(readFileSync('board/examples/gpio-s0-persona.json', 'utf8'));
+  delete example.models['s0-meter'].description;
+  assert.equal(JSON.parse(block!), example);
+});
 
 const problem = unshareProblem();
 if (problem) {
