@@ -132,6 +132,12 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     for (const name of state.spec.counter!.ratePoints) values[name] = rate;
   }
 
+  function reportTotals(deviceId: string, states: Iterable<LineState>): void {
+    const values: Record<string, RawValue> = {};
+    for (const state of states) if (state.counter && state.line) values[state.spec.point] = state.counter.total();
+    if (Object.keys(values).length > 0) ctx.sink.data(deviceId, values);
+  }
+
   function counterRead(counter: PulseCounter, spec: LineSpec, point: string): RawValue {
     if (point === spec.point) return counter.total();
     const rate = counter.rate(ctx.clock.mono());
@@ -243,6 +249,8 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     },
 
     async stop(): Promise<void> {
+      // Pulses since the last poll are reported once more: the shadow saved at a clean stop then holds them.
+      if (running) for (const [deviceId, states] of byDevice) reportTotals(deviceId, states.values());
       running = false;
       for (const handle of intervals.splice(0)) timers.clearInterval(handle);
       sampled.length = 0;

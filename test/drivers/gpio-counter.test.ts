@@ -166,6 +166,14 @@ test('without edge interrupts a counter is sampled every COUNTER_SAMPLE_MS: 40 m
   await r.driver.stop();
 });
 
+test('a clean stop reports the pulses since the last poll (the shadow saved at stop holds them)', async () => {
+  const r = await rig();
+  pulses(r, 2, 200);
+  assert.not.ok(r.data.some((d) => d.energy === 0.002), 'no poll yet');
+  await r.driver.stop();
+  assert.equal(r.data.at(-1), { energy: 0.002 });
+});
+
 test('the total and the rate are read-only', async () => {
   const r = await rig();
   for (const name of ['energy', 'power']) {
