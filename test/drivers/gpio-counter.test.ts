@@ -12,6 +12,9 @@ import { ConfigError, validateConfig } from '../../src/config/load.js';
 import { checkGpioConfig, COUNTER_SAMPLE_MS, createGpioDriverWith, gpioConfigChecker } from '../../src/drivers/gpio.js';
 import type { Driver, RawValue } from '../../src/drivers/types.js';
 import type { Value } from '../../src/core/types.js';
+import { onOffStates } from '../../src/config/on-off.js';
+import { haPointInfo } from '../../src/runtime/ha-info.js';
+import { generateMap } from '../../src/runtime/door/generated-unit.js';
 import { resolved } from '../helpers/devices.js';
 import { FakePort, FakeTimers, fakeMapping } from './gpio-fakes.js';
 
@@ -181,6 +184,17 @@ test('the total and the rate are read-only', async () => {
     assert.is(err?.code, 'POINT_READONLY', name);
   }
   await r.driver.stop();
+});
+
+test('a counter and its rate are numbers, not on/off lines: console switch, Home Assistant, generated Modbus unit', () => {
+  const device = resolved('meter', [...meterPoints(), { name: 'contact', type: 'int', gpio: { pin: 5, direction: 'in' } }], { bus: 'pins' });
+  const [energy, power, contact] = device.model.points;
+  assert.is(onOffStates(energy!), undefined);
+  assert.is(onOffStates(power!), undefined);
+  assert.equal(onOffStates(contact!), [0, 1], 'a plain line still is one');
+  assert.equal(haPointInfo(device).map((p) => [p.name, p.binary]), [['energy', false], ['power', false], ['contact', true]]);
+  assert.equal(generateMap(device.model).map((e) => [e.point, e.table, e.kind]),
+    [['energy', 'input', 'float32'], ['power', 'input', 'float32'], ['contact', 'discrete', 'bit']]);
 });
 
 test('bad counter config is refused with a message naming the point and what to do', () => {
