@@ -73,11 +73,15 @@ async function startGateway(configFile: string, dataDir: string): Promise<Runnin
   return run;
 }
 
-/** `n` S0 pulses: the transistor pulls the line low for 100 ms, then releases it for 200 ms. */
+/**
+ * `n` S0 pulses: the transistor pulls the line low for 200 ms, then releases it for 200 ms. Longer than a real
+ * meter's 30–100 ms on purpose: the fake sysfs has no interrupts, so the line is sampled, and a loaded CI
+ * machine must not make the gateway sleep through a whole pulse.
+ */
 async function pulses(n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
     writeFileSync(S0_VALUE, '0\n');
-    await sleep(100);
+    await sleep(200);
     writeFileSync(S0_VALUE, '1\n');
     await sleep(200);
   }
