@@ -9,7 +9,7 @@ import { GatewayError, invalidValue, pointReadonly, unknownDevice, unknownPoint 
 import type { Driver, DriverContext, DriverFactory, PointWrite, RawValue } from './types.js';
 import { loadBoards, resolveBoard, type BoardDefinition } from './gpio/board.js';
 import { resolveChipMapping, type ChipMapping } from './gpio/chip.js';
-import { PulseCounter } from './gpio/counter.js';
+import { CounterPoint } from './gpio/counter-point.js';
 import { DebouncedInput } from './gpio/input.js';
 import { createOnoffPort } from './gpio/onoff-port.js';
 import { planLines, type LineSpec } from './gpio/plan.js';
@@ -40,7 +40,7 @@ interface LineState {
   spec: LineSpec;
   line?: GpioLine;
   input?: DebouncedInput;
-  counter?: PulseCounter;
+  counter?: CounterPoint;
   /** Why the line could not be claimed. */
   error?: string;
 }
@@ -91,7 +91,7 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       edge: spec.edge, activeLow: spec.activeLow, debounceMs: spec.debounceMs, timers,
       read: () => line.read(),
       // A counter's pulses are reported with its total at the next poll (one update per poll, not per pulse).
-      report: counter ? () => counter.pulse(ctx.clock.mono()) : (value) => {
+      report: counter ? () => counter.pulse() : (value) => {
         if (running) ctx.sink.data(spec.deviceId, { [spec.point]: value });
       },
       onError: (e) => ctx.sink.failure(spec.deviceId, e),
@@ -109,27 +109,13 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     }
   }
 
-  /** Continues from the total the shadow holds (restored from data_dir at start), else from 0. */
-  function startCounter(spec: LineSpec): PulseCounter {
-    const counter = spec.counter!;
+  function startCounter(spec: LineSpec): CounterPoint {
     const point = devices.find((d) => d.config.id === spec.deviceId)?.points.get(spec.point);
-    const last = ctx.lastValue(spec.deviceId, spec.point);
-    // The shadow holds raw * scale + offset; the counter continues from the raw total.
-    const startTotal = typeof last === 'number' ? (last - (point?.offset ?? 0)) / (point?.scale ?? 1) : 0;
-    if (typeof last === 'number') log.info({ device: spec.deviceId, point: spec.point, total: startTotal }, 'pulse counter continues from the persisted total');
-    return new PulseCounter({
-      pulsesPerUnit: counter.pulsesPerUnit, ratePer: counter.ratePer, rateTimeoutMs: counter.rateTimeoutMs,
-      startMono: ctx.clock.mono(), startTotal: Number.isFinite(startTotal) ? startTotal : 0,
-    });
-  }
-
-  /** A counter's total and its rate points (a rate not known yet is left out: never a made-up 0). */
-  function counterValues(state: LineState, values: Record<string, RawValue>): void {
-    const counter = state.counter!;
-    values[state.spec.point] = counter.total();
-    const rate = counter.rate(ctx.clock.mono());
-    if (rate === undefined) return;
-    for (const name of state.spec.counter!.ratePoints) values[name] = rate;
+    const counter = new CounterPoint(spec, point, ctx.lastValue(spec.deviceId, spec.point), ctx.clock);
+    if (counter.continuedFrom !== undefined) {
+      log.info({ device: spec.deviceId, point: spec.point, total: counter.continuedFrom }, 'pulse counter continues from the persisted total');
+    }
+    return counter;
   }
 
   function reportTotals(deviceId: string, states: Iterable<LineState>): void {
@@ -138,19 +124,12 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     if (Object.keys(values).length > 0) ctx.sink.data(deviceId, values);
   }
 
-  function counterRead(counter: PulseCounter, spec: LineSpec, point: string): RawValue {
-    if (point === spec.point) return counter.total();
-    const rate = counter.rate(ctx.clock.mono());
-    if (rate === undefined) throw driverError(`rate ${point} is not known yet: fewer than two pulses on ${spec.point} since start`);
-    return rate;
-  }
-
   function pollGroup(deviceId: string, states: readonly LineState[]): void {
     const values: Record<string, RawValue> = {};
     let error: Error | undefined;
     for (const state of states) {
       if (state.counter) {
-        if (state.line) counterValues(state, values);
+        if (state.line) state.counter.collect(values);
         continue;
       }
       // A point waiting out its debounce is reported by the edge; a mid-bounce sample would be noise.
@@ -198,9 +177,10 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
   }
 
   /** Validated whole before any line moves: a bad entry means nothing is written (also the pre-flight check). */
-  function plan(deviceId: string, values: readonly PointWrite[]): { state: LineState; level: Level }[] {
+  function plan(deviceId: string, values: readonly PointWrite[]): ({ state: LineState; level: Level } | { state: LineState; total: number })[] {
     return values.map(({ name, value }) => {
       const state = lineFor(deviceId, name);
+      if (state.counter) return { state, total: state.counter.check(name, value) };
       if (state.spec.direction !== 'out' || state.spec.access === 'R') throw pointReadonly();
       const logical = value === true ? 1 : value === false ? 0 : value;
       if (logical !== 0 && logical !== 1) throw invalidValue(`value ${JSON.stringify(value)} is not 0 or 1 for point ${name}`);
@@ -270,7 +250,7 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       const values: Record<string, RawValue> = {};
       for (const point of points) {
         const { line, spec, counter } = lineFor(deviceId, point);
-        values[point] = counter ? counterRead(counter, spec, point) : toLogical(line!.read(), spec.activeLow);
+        values[point] = counter ? counter.read(point) : toLogical(line!.read(), spec.activeLow);
       }
       return values;
     },
@@ -280,7 +260,10 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     },
 
     async write(deviceId: string, values: readonly PointWrite[]): Promise<void> {
-      for (const { state, level } of plan(deviceId, values)) state.line!.write(level);
+      for (const step of plan(deviceId, values)) {
+        if ('total' in step) step.state.counter!.set(step.total);
+        else step.state.line!.write(step.level);
+      }
     },
 
     stats(): Record<string, unknown> {

@@ -177,7 +177,23 @@ test('a clean stop reports the pulses since the last poll (the shadow saved at s
   assert.equal(r.data.at(-1), { energy: 0.002 });
 });
 
-test('the total and the rate are read-only', async () => {
+test('the total of an RW counter is set by a write (the meter\'s display) and counts on from it; the rate never takes one', async () => {
+  const r = await rig({ points: meterPoints({}, {}, { access: 'RW' }) });
+  await r.driver.write('meter', [{ name: 'energy', value: 1234.5 }]);
+  assert.equal(await r.driver.read!('meter', ['energy']), { energy: 1234.5 });
+  pulses(r, 2);
+  close((await r.driver.read!('meter', ['energy'])).energy, 1234.502, 'two pulses on');
+  for (const [value, code] of [[-1, 'INVALID_VALUE'], [Number.NaN, 'INVALID_VALUE']] as const) {
+    const err = await r.driver.write('meter', [{ name: 'energy', value }]).then(() => undefined, (e) => e);
+    assert.is(err?.code, code, String(value));
+  }
+  const rate = await r.driver.write('meter', [{ name: 'power', value: 1 }]).then(() => undefined, (e) => e);
+  assert.is(rate?.code, 'POINT_READONLY');
+  close((await r.driver.read!('meter', ['energy'])).energy, 1234.502, 'refused writes changed nothing');
+  await r.driver.stop();
+});
+
+test('an R counter refuses writes', async () => {
   const r = await rig();
   for (const name of ['energy', 'power']) {
     const err = await r.driver.write('meter', [{ name, value: 1 }]).then(() => undefined, (e) => e);

@@ -29,6 +29,11 @@ export class PulseCounter {
     this.pulses = Math.max(0, Math.round((opts.startTotal ?? 0) * opts.pulsesPerUnit));
   }
 
+  /** A new total (a write: the meter's display), in whole pulses; the rate's intervals go on. */
+  set(total: number): void {
+    this.pulses = Math.max(0, Math.round(total * this.opts.pulsesPerUnit));
+  }
+
   /** One counted pulse at `mono`. */
   pulse(mono: number): void {
     this.pulses++;
