@@ -250,7 +250,8 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       const values: Record<string, RawValue> = {};
       for (const point of points) {
         const { line, spec, counter } = lineFor(deviceId, point);
-        values[point] = counter ? counter.read(point) : toLogical(line!.read(), spec.activeLow);
+        const value = counter ? counter.read(point) : toLogical(line!.read(), spec.activeLow);
+        if (value !== undefined) values[point] = value;
       }
       return values;
     },

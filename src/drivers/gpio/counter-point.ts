@@ -3,7 +3,7 @@
  * data_dir at start), its total and rate points reported at each poll, read, and set by a write.
  */
 import type { Clock } from '../../core/clock.js';
-import { GatewayError, invalidValue, pointReadonly } from '../../core/errors.js';
+import { invalidValue, pointReadonly } from '../../core/errors.js';
 import type { Value } from '../../core/types.js';
 import type { PointConfig } from '../../config/types.js';
 import type { RawValue } from '../types.js';
@@ -42,11 +42,12 @@ export class CounterPoint {
     for (const name of this.settings.ratePoints) values[name] = rate;
   }
 
-  read(point: string): RawValue {
-    if (point === this.spec.point) return this.counter.total();
-    const rate = this.counter.rate(this.clock.mono());
-    if (rate === undefined) throw new GatewayError('DRIVER_ERROR', `rate ${point} is not known yet: fewer than two pulses on ${this.spec.point} since start`);
-    return rate;
+  /**
+   * The total, or a rate; undefined for a rate not known yet (left out of the read: it is no device failure,
+   * which would take the device towards offline).
+   */
+  read(point: string): RawValue | undefined {
+    return point === this.spec.point ? this.counter.total() : this.counter.rate(this.clock.mono());
   }
 
   /** The raw total a write asks for; only the total of an RW counter takes one (its rate never does). */
