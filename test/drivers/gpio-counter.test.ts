@@ -229,9 +229,9 @@ test('bad counter config is refused with a message naming the point and what to 
   assert.equal(check([withGpio(energy!, {}, { decimals: 2 })]),
     ['devices.m.points.energy.decimals: a counter total is not rounded (the persisted total must keep every pulse)']);
   assert.equal(check([energy!, withGpio(power!, { rate_of: 'energie' })]),
-    ['devices.m.points.power.gpio.rate_of: "energie" is not a gpio point of this model']);
+    ['devices.m.points.power.gpio.rate_of: "energie" is not a counter point of this model (a point with a gpio.counter block)']);
   assert.equal(check([{ name: 'level', type: 'int', gpio: { pin: 5, direction: 'in' } }, withGpio(power!, { rate_of: 'level' })]),
-    ['devices.m.points.power.gpio.rate_of: "level" is not a counter (it has no gpio.counter block)']);
+    ['devices.m.points.power.gpio.rate_of: "level" is not a counter point of this model (a point with a gpio.counter block)']);
   assert.equal(check([energy!, withGpio(power!, { pin: 5, direction: 'in' })]),
     ['devices.m.points.power.gpio.pin: a rate_of point has no line of its own: remove pin, direction (they belong to the counter point "energy")']);
 });

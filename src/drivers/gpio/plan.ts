@@ -152,7 +152,8 @@ function planCounter(point: PointConfig, report: Problem): CounterSpec | undefin
   };
   if (gpio.direction !== 'in') problem('gpio.counter', 'a counter counts pulses on an input: use direction "in"');
   if ((gpio.edge ?? 'none') === 'none') problem('gpio.edge', 'a counter counts edges: set edge to "rising", "falling" or "both"');
-  const perUnit = counter.pulses_per_unit ?? 1;
+  // Defaults come from the schema (a config that skipped it names the key as missing).
+  const perUnit = counter.pulses_per_unit;
   if (typeof perUnit !== 'number' || !(perUnit > 0) || !Number.isFinite(perUnit)) problem('gpio.counter.pulses_per_unit', 'must be a number above 0');
   // The total is persisted as the shown value and turned back into whole pulses at start: a value rounded
   // by the point would lose pulses at every restart.
@@ -160,17 +161,15 @@ function planCounter(point: PointConfig, report: Problem): CounterSpec | undefin
     problem('type', `a counter with pulses_per_unit ${perUnit} has fractional totals: use type "float"`);
   }
   if (point.decimals !== undefined) problem('decimals', 'a counter total is not rounded (the persisted total must keep every pulse)');
-  const ratePer = counter.rate_per ?? 'h';
+  const ratePer = counter.rate_per;
   if (!RATE_PER.includes(ratePer)) problem('gpio.counter.rate_per', 'must be "h", "min" or "s"');
-  const timeout = toMs(counter.rate_timeout) ?? DEFAULT_RATE_TIMEOUT_MS;
-  if (typeof timeout === 'string') problem('gpio.counter.rate_timeout', timeout);
+  const timeout = toMs(counter.rate_timeout);
+  if (timeout === undefined) problem('gpio.counter.rate_timeout', 'must be a duration like "5m"');
+  else if (typeof timeout === 'string') problem('gpio.counter.rate_timeout', timeout);
   else if (!(timeout > 0)) problem('gpio.counter.rate_timeout', 'must be longer than 0');
   if (bad) return undefined;
   return { pulsesPerUnit: perUnit, ratePer, rateTimeoutMs: timeout as number, ratePoints: [] };
 }
-
-/** Only a fallback for unconverted input: the schema's default is the one users see. */
-const DEFAULT_RATE_TIMEOUT_MS = 300_000;
 
 function attachRate(rate: RatePoint, lines: readonly LineSpec[]): void {
   const { point, target, problem } = rate;
@@ -181,13 +180,8 @@ function attachRate(rate: RatePoint, lines: readonly LineSpec[]): void {
     return;
   }
   if (point.type === 'string') problem('type', 'a rate is a number: use type "float"');
-  const line = lines.find((l) => l.deviceId === rate.deviceId && l.point === target);
-  if (!line) {
-    problem('gpio.rate_of', `"${target}" is not a gpio point of this model`);
-  } else if (!line.counter) {
-    // A counter whose own block has problems is reported there already.
-    if (!rate.counterDeclared) problem('gpio.rate_of', `"${target}" is not a counter (it has no gpio.counter block)`);
-  } else {
-    line.counter.ratePoints.push(point.name);
-  }
+  const counter = lines.find((l) => l.deviceId === rate.deviceId && l.point === target)?.counter;
+  if (counter) counter.ratePoints.push(point.name);
+  // A counter whose own block has problems is reported there already.
+  else if (!rate.counterDeclared) problem('gpio.rate_of', `"${target}" is not a counter point of this model (a point with a gpio.counter block)`);
 }
