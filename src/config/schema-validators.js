@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\".","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -70,11 +70,11 @@ const pattern2 = new RegExp("^(mqtts?|wss?|tcp|tls)://.+", "u");
 const pattern4 = new RegExp("^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$", "u");
 const pattern10 = new RegExp("^https?://.+", "u");
 const pattern13 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
-const pattern44 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
-const pattern45 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
-const pattern46 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
-const pattern47 = new RegExp("^[A-Z]{2}$", "u");
-const pattern48 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
+const pattern45 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
+const pattern46 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern47 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
+const pattern48 = new RegExp("^[A-Z]{2}$", "u");
+const pattern49 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
 const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
 const pattern16 = new RegExp("^auto$", "u");
 
@@ -1158,21 +1158,20 @@ const schema36 = {"description":"Where the point is in a Modbus device.","type":
 const pattern24 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
 const pattern25 = new RegExp("^-?[0-9]+$", "u");
 const pattern27 = new RegExp("^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$", "u");
-const schema37 = {"description":"A GPIO line.","type":"object","additionalProperties":false,"required":["pin","direction"],"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\".","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled).","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time."},"initial":{"description":"Output level set at start.","enum":[0,1]}}};
+const schema37 = {"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}};
 const pattern28 = new RegExp("^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
+const _errs1 = errors;
+let valid0 = true;
+const _errs2 = errors;
+if(errors === _errs2){
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.edge === undefined){
-data.edge = "none";
-}
-if(data.active_low === undefined){
-data.active_low = false;
-}
-if(data.pin === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "pin"},message:"must have required property '"+"pin"+"'",schema:schema37.required,parentSchema:schema37,data};
+let missing0;
+if((data.rate_of === undefined) && (missing0 = "rate_of")){
+const err0 = {};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1181,8 +1180,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.direction === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "direction"},message:"must have required property '"+"direction"+"'",schema:schema37.required,parentSchema:schema37,data};
+else {
+if(data.rate_of !== undefined){
+if(typeof data.rate_of !== "string"){
+const err1 = {};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1191,9 +1192,11 @@ vErrors.push(err1);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((((((key0 === "pin") || (key0 === "direction")) || (key0 === "edge")) || (key0 === "active_low")) || (key0 === "debounce")) || (key0 === "initial"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
+}
+}
+}
+else {
+const err2 = {};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1203,10 +1206,21 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.pin !== undefined){
-let data0 = data.pin;
-if((!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))) && (typeof data0 !== "string")){
-const err3 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/type",keyword:"type",params:{type: schema37.properties.pin.type},message:"must be integer,string",schema:schema37.properties.pin.type,parentSchema:schema37.properties.pin,data:data0};
+var _valid0 = _errs2 === errors;
+errors = _errs1;
+if(vErrors !== null){
+if(_errs1){
+vErrors.length = _errs1;
+}
+else {
+vErrors = null;
+}
+}
+if(!_valid0){
+const _errs6 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.pin === undefined){
+const err3 = {instancePath,schemaPath:"#/else/required",keyword:"required",params:{missingProperty: "pin"},message:"must have required property '"+"pin"+"'",schema:schema37.else.required,parentSchema:schema37.else,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1215,9 +1229,8 @@ vErrors.push(err3);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 53 || isNaN(data0)){
-const err4 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/maximum",keyword:"maximum",params:{comparison: "<=", limit: 53},message:"must be <= 53",schema:53,parentSchema:schema37.properties.pin,data:data0};
+if(data.direction === undefined){
+const err4 = {instancePath,schemaPath:"#/else/required",keyword:"required",params:{missingProperty: "direction"},message:"must have required property '"+"direction"+"'",schema:schema37.else.required,parentSchema:schema37.else,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1226,8 +1239,10 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err5 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema37.properties.pin,data:data0};
+if(data.pin !== undefined){
+let data1 = data.pin;
+if((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")){
+const err5 = {instancePath:instancePath+"/pin",schemaPath:"#/else/properties/pin/type",keyword:"type",params:{type: schema37.else.properties.pin.type},message:"must be integer,string",schema:schema37.else.properties.pin.type,parentSchema:schema37.else.properties.pin,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1237,9 +1252,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(typeof data0 === "string"){
-if(!pattern28.test(data0)){
-const err6 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/pattern",keyword:"pattern",params:{pattern: "^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},message:"must match pattern \""+"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"+"\"",schema:"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$",parentSchema:schema37.properties.pin,data:data0};
+if(data.direction !== undefined){
+let data2 = data.direction;
+if(typeof data2 !== "string"){
+const err6 = {instancePath:instancePath+"/direction",schemaPath:"#/else/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.else.properties.direction.type,parentSchema:schema37.else.properties.direction,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1250,10 +1266,8 @@ errors++;
 }
 }
 }
-if(data.direction !== undefined){
-let data1 = data.direction;
-if(!((data1 === "in") || (data1 === "out"))){
-const err7 = {instancePath:instancePath+"/direction",schemaPath:"#/properties/direction/enum",keyword:"enum",params:{allowedValues: schema37.properties.direction.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.direction.enum,parentSchema:schema37.properties.direction,data:data1};
+else {
+const err7 = {instancePath,schemaPath:"#/else/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.else.type,parentSchema:schema37.else,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1262,10 +1276,11 @@ vErrors.push(err7);
 }
 errors++;
 }
+var _valid0 = _errs6 === errors;
+valid0 = _valid0;
 }
-let data2 = data.edge;
-if(!((((data2 === "none") || (data2 === "rising")) || (data2 === "falling")) || (data2 === "both"))){
-const err8 = {instancePath:instancePath+"/edge",schemaPath:"#/properties/edge/enum",keyword:"enum",params:{allowedValues: schema37.properties.edge.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.edge.enum,parentSchema:schema37.properties.edge,data:data2};
+if(!valid0){
+const err8 = {instancePath,schemaPath:"#/if",keyword:"if",params:{failingKeyword: "else"},message:"must match \"else\" schema",schema:schema37.if,parentSchema:schema37,data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1274,9 +1289,16 @@ vErrors.push(err8);
 }
 errors++;
 }
-let data3 = data.active_low;
-if(typeof data3 !== "boolean"){
-const err9 = {instancePath:instancePath+"/active_low",schemaPath:"#/properties/active_low/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema37.properties.active_low.type,parentSchema:schema37.properties.active_low,data:data3};
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.edge === undefined){
+data.edge = "none";
+}
+if(data.active_low === undefined){
+data.active_low = false;
+}
+for(const key0 in data){
+if(!((((((((key0 === "pin") || (key0 === "direction")) || (key0 === "edge")) || (key0 === "active_low")) || (key0 === "debounce")) || (key0 === "initial")) || (key0 === "counter")) || (key0 === "rate_of"))){
+const err9 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1285,11 +1307,11 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(data.debounce !== undefined){
-let data4 = data.debounce;
-if(typeof data4 === "string"){
-if(!pattern4.test(data4)){
-const err10 = {instancePath:instancePath+"/debounce",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data4};
+}
+if(data.pin !== undefined){
+let data3 = data.pin;
+if((!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))) && (typeof data3 !== "string")){
+const err10 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/type",keyword:"type",params:{type: schema37.properties.pin.type},message:"must be integer,string",schema:schema37.properties.pin.type,parentSchema:schema37.properties.pin,data:data3};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1298,9 +1320,9 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-else {
-const err11 = {instancePath:instancePath+"/debounce",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data4};
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 > 53 || isNaN(data3)){
+const err11 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/maximum",keyword:"maximum",params:{comparison: "<=", limit: 53},message:"must be <= 53",schema:53,parentSchema:schema37.properties.pin,data:data3};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1309,11 +1331,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-}
-if(data.initial !== undefined){
-let data5 = data.initial;
-if(!((data5 === 0) || (data5 === 1))){
-const err12 = {instancePath:instancePath+"/initial",schemaPath:"#/properties/initial/enum",keyword:"enum",params:{allowedValues: schema37.properties.initial.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.initial.enum,parentSchema:schema37.properties.initial,data:data5};
+if(data3 < 0 || isNaN(data3)){
+const err12 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema37.properties.pin,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1323,9 +1342,9 @@ vErrors.push(err12);
 errors++;
 }
 }
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
+if(typeof data3 === "string"){
+if(!pattern28.test(data3)){
+const err13 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/pattern",keyword:"pattern",params:{pattern: "^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},message:"must match pattern \""+"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"+"\"",schema:"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$",parentSchema:schema37.properties.pin,data:data3};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1334,11 +1353,215 @@ vErrors.push(err13);
 }
 errors++;
 }
+}
+}
+if(data.direction !== undefined){
+let data4 = data.direction;
+if(!((data4 === "in") || (data4 === "out"))){
+const err14 = {instancePath:instancePath+"/direction",schemaPath:"#/properties/direction/enum",keyword:"enum",params:{allowedValues: schema37.properties.direction.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.direction.enum,parentSchema:schema37.properties.direction,data:data4};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+let data5 = data.edge;
+if(!((((data5 === "none") || (data5 === "rising")) || (data5 === "falling")) || (data5 === "both"))){
+const err15 = {instancePath:instancePath+"/edge",schemaPath:"#/properties/edge/enum",keyword:"enum",params:{allowedValues: schema37.properties.edge.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.edge.enum,parentSchema:schema37.properties.edge,data:data5};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+let data6 = data.active_low;
+if(typeof data6 !== "boolean"){
+const err16 = {instancePath:instancePath+"/active_low",schemaPath:"#/properties/active_low/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema37.properties.active_low.type,parentSchema:schema37.properties.active_low,data:data6};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data.debounce !== undefined){
+let data7 = data.debounce;
+if(typeof data7 === "string"){
+if(!pattern4.test(data7)){
+const err17 = {instancePath:instancePath+"/debounce",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data7};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/debounce",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data7};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data.initial !== undefined){
+let data8 = data.initial;
+if(!((data8 === 0) || (data8 === 1))){
+const err19 = {instancePath:instancePath+"/initial",schemaPath:"#/properties/initial/enum",keyword:"enum",params:{allowedValues: schema37.properties.initial.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.initial.enum,parentSchema:schema37.properties.initial,data:data8};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.counter !== undefined){
+let data9 = data.counter;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.pulses_per_unit === undefined){
+data9.pulses_per_unit = 1;
+}
+if(data9.rate_per === undefined){
+data9.rate_per = "h";
+}
+if(data9.rate_timeout === undefined){
+data9.rate_timeout = "5m";
+}
+for(const key1 in data9){
+if(!(((key1 === "pulses_per_unit") || (key1 === "rate_per")) || (key1 === "rate_timeout"))){
+const err20 = {instancePath:instancePath+"/counter",schemaPath:"#/properties/counter/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.counter,data:data9};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+let data10 = data9.pulses_per_unit;
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 <= 0 || isNaN(data10)){
+const err21 = {instancePath:instancePath+"/counter/pulses_per_unit",schemaPath:"#/properties/counter/properties/pulses_per_unit/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema37.properties.counter.properties.pulses_per_unit,data:data10};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/counter/pulses_per_unit",schemaPath:"#/properties/counter/properties/pulses_per_unit/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema37.properties.counter.properties.pulses_per_unit.type,parentSchema:schema37.properties.counter.properties.pulses_per_unit,data:data10};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+let data11 = data9.rate_per;
+if(!(((data11 === "h") || (data11 === "min")) || (data11 === "s"))){
+const err23 = {instancePath:instancePath+"/counter/rate_per",schemaPath:"#/properties/counter/properties/rate_per/enum",keyword:"enum",params:{allowedValues: schema37.properties.counter.properties.rate_per.enum},message:"must be equal to one of the allowed values",schema:schema37.properties.counter.properties.rate_per.enum,parentSchema:schema37.properties.counter.properties.rate_per,data:data11};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+let data12 = data9.rate_timeout;
+if(typeof data12 === "string"){
+if(!pattern4.test(data12)){
+const err24 = {instancePath:instancePath+"/counter/rate_timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data12};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/counter/rate_timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data12};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/counter",schemaPath:"#/properties/counter/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.counter.type,parentSchema:schema37.properties.counter,data:data9};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data.rate_of !== undefined){
+let data13 = data.rate_of;
+if(typeof data13 === "string"){
+if(func3(data13) < 1){
+const err27 = {instancePath:instancePath+"/rate_of",schemaPath:"#/properties/rate_of/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.rate_of,data:data13};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/rate_of",schemaPath:"#/properties/rate_of/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.rate_of.type,parentSchema:schema37.properties.rate_of,data:data13};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
 validate16.errors = vErrors;
 return errors === 0;
 }
 
-const schema39 = {"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]};
+const schema40 = {"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]};
 
 function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1399,7 +1622,7 @@ if(_valid0){
 const _errs6 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.value === undefined){
-const err3 = {instancePath,schemaPath:"#/allOf/0/then/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema39.allOf[0].then.required,parentSchema:schema39.allOf[0].then,data};
+const err3 = {instancePath,schemaPath:"#/allOf/0/then/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema40.allOf[0].then.required,parentSchema:schema40.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1410,7 +1633,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "fn") || (key0 === "value"))){
-const err4 = {instancePath,schemaPath:"#/allOf/0/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema39.allOf[0].then,data};
+const err4 = {instancePath,schemaPath:"#/allOf/0/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema40.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1423,7 +1646,7 @@ errors++;
 if(data.fn !== undefined){
 let data1 = data.fn;
 if(typeof data1 !== "string"){
-const err5 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/0/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.allOf[0].then.properties.fn.type,parentSchema:schema39.allOf[0].then.properties.fn,data:data1};
+const err5 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/0/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.allOf[0].then.properties.fn.type,parentSchema:schema40.allOf[0].then.properties.fn,data:data1};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1436,7 +1659,7 @@ errors++;
 if(data.value !== undefined){
 let data2 = data.value;
 if((!((typeof data2 == "number") && (isFinite(data2)))) && (typeof data2 !== "string")){
-const err6 = {instancePath:instancePath+"/value",schemaPath:"#/allOf/0/then/properties/value/type",keyword:"type",params:{type: schema39.allOf[0].then.properties.value.type},message:"must be number,string",schema:schema39.allOf[0].then.properties.value.type,parentSchema:schema39.allOf[0].then.properties.value,data:data2};
+const err6 = {instancePath:instancePath+"/value",schemaPath:"#/allOf/0/then/properties/value/type",keyword:"type",params:{type: schema40.allOf[0].then.properties.value.type},message:"must be number,string",schema:schema40.allOf[0].then.properties.value.type,parentSchema:schema40.allOf[0].then.properties.value,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1448,7 +1671,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.allOf[0].then.type,parentSchema:schema39.allOf[0].then,data};
+const err7 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.allOf[0].then.type,parentSchema:schema40.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1461,7 +1684,7 @@ var _valid0 = _errs6 === errors;
 valid1 = _valid0;
 }
 if(!valid1){
-const err8 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema39.allOf[0].if,parentSchema:schema39.allOf[0],data};
+const err8 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema40.allOf[0].if,parentSchema:schema40.allOf[0],data};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1529,7 +1752,7 @@ if(data.period === undefined){
 data.period = "60s";
 }
 if(data.min === undefined){
-const err12 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'",schema:schema39.allOf[1].then.required,parentSchema:schema39.allOf[1].then,data};
+const err12 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'",schema:schema40.allOf[1].then.required,parentSchema:schema40.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1539,7 +1762,7 @@ vErrors.push(err12);
 errors++;
 }
 if(data.max === undefined){
-const err13 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'",schema:schema39.allOf[1].then.required,parentSchema:schema39.allOf[1].then,data};
+const err13 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'",schema:schema40.allOf[1].then.required,parentSchema:schema40.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1550,7 +1773,7 @@ errors++;
 }
 for(const key1 in data){
 if(!((((key1 === "fn") || (key1 === "min")) || (key1 === "max")) || (key1 === "period"))){
-const err14 = {instancePath,schemaPath:"#/allOf/1/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema39.allOf[1].then,data};
+const err14 = {instancePath,schemaPath:"#/allOf/1/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema40.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1563,7 +1786,7 @@ errors++;
 if(data.fn !== undefined){
 let data4 = data.fn;
 if(typeof data4 !== "string"){
-const err15 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/1/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.allOf[1].then.properties.fn.type,parentSchema:schema39.allOf[1].then.properties.fn,data:data4};
+const err15 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/1/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.allOf[1].then.properties.fn.type,parentSchema:schema40.allOf[1].then.properties.fn,data:data4};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1576,7 +1799,7 @@ errors++;
 if(data.min !== undefined){
 let data5 = data.min;
 if(!((typeof data5 == "number") && (isFinite(data5)))){
-const err16 = {instancePath:instancePath+"/min",schemaPath:"#/allOf/1/then/properties/min/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema39.allOf[1].then.properties.min.type,parentSchema:schema39.allOf[1].then.properties.min,data:data5};
+const err16 = {instancePath:instancePath+"/min",schemaPath:"#/allOf/1/then/properties/min/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema40.allOf[1].then.properties.min.type,parentSchema:schema40.allOf[1].then.properties.min,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1589,7 +1812,7 @@ errors++;
 if(data.max !== undefined){
 let data6 = data.max;
 if(!((typeof data6 == "number") && (isFinite(data6)))){
-const err17 = {instancePath:instancePath+"/max",schemaPath:"#/allOf/1/then/properties/max/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema39.allOf[1].then.properties.max.type,parentSchema:schema39.allOf[1].then.properties.max,data:data6};
+const err17 = {instancePath:instancePath+"/max",schemaPath:"#/allOf/1/then/properties/max/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema40.allOf[1].then.properties.max.type,parentSchema:schema40.allOf[1].then.properties.max,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1624,7 +1847,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.allOf[1].then.type,parentSchema:schema39.allOf[1].then,data};
+const err20 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.allOf[1].then.type,parentSchema:schema40.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1637,7 +1860,7 @@ var _valid1 = _errs18 === errors;
 valid4 = _valid1;
 }
 if(!valid4){
-const err21 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema39.allOf[1].if,parentSchema:schema39.allOf[1],data};
+const err21 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema40.allOf[1].if,parentSchema:schema40.allOf[1],data};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1702,7 +1925,7 @@ if(_valid2){
 const _errs36 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.min === undefined){
-const err25 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'",schema:schema39.allOf[2].then.required,parentSchema:schema39.allOf[2].then,data};
+const err25 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "min"},message:"must have required property '"+"min"+"'",schema:schema40.allOf[2].then.required,parentSchema:schema40.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1712,7 +1935,7 @@ vErrors.push(err25);
 errors++;
 }
 if(data.max === undefined){
-const err26 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'",schema:schema39.allOf[2].then.required,parentSchema:schema39.allOf[2].then,data};
+const err26 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "max"},message:"must have required property '"+"max"+"'",schema:schema40.allOf[2].then.required,parentSchema:schema40.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1722,7 +1945,7 @@ vErrors.push(err26);
 errors++;
 }
 if(data.step === undefined){
-const err27 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "step"},message:"must have required property '"+"step"+"'",schema:schema39.allOf[2].then.required,parentSchema:schema39.allOf[2].then,data};
+const err27 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "step"},message:"must have required property '"+"step"+"'",schema:schema40.allOf[2].then.required,parentSchema:schema40.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1733,7 +1956,7 @@ errors++;
 }
 for(const key2 in data){
 if(!((((key2 === "fn") || (key2 === "min")) || (key2 === "max")) || (key2 === "step"))){
-const err28 = {instancePath,schemaPath:"#/allOf/2/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema39.allOf[2].then,data};
+const err28 = {instancePath,schemaPath:"#/allOf/2/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema40.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1746,7 +1969,7 @@ errors++;
 if(data.fn !== undefined){
 let data9 = data.fn;
 if(typeof data9 !== "string"){
-const err29 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/2/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.allOf[2].then.properties.fn.type,parentSchema:schema39.allOf[2].then.properties.fn,data:data9};
+const err29 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/2/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.allOf[2].then.properties.fn.type,parentSchema:schema40.allOf[2].then.properties.fn,data:data9};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1759,7 +1982,7 @@ errors++;
 if(data.min !== undefined){
 let data10 = data.min;
 if(!((typeof data10 == "number") && (isFinite(data10)))){
-const err30 = {instancePath:instancePath+"/min",schemaPath:"#/allOf/2/then/properties/min/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema39.allOf[2].then.properties.min.type,parentSchema:schema39.allOf[2].then.properties.min,data:data10};
+const err30 = {instancePath:instancePath+"/min",schemaPath:"#/allOf/2/then/properties/min/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema40.allOf[2].then.properties.min.type,parentSchema:schema40.allOf[2].then.properties.min,data:data10};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1772,7 +1995,7 @@ errors++;
 if(data.max !== undefined){
 let data11 = data.max;
 if(!((typeof data11 == "number") && (isFinite(data11)))){
-const err31 = {instancePath:instancePath+"/max",schemaPath:"#/allOf/2/then/properties/max/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema39.allOf[2].then.properties.max.type,parentSchema:schema39.allOf[2].then.properties.max,data:data11};
+const err31 = {instancePath:instancePath+"/max",schemaPath:"#/allOf/2/then/properties/max/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema40.allOf[2].then.properties.max.type,parentSchema:schema40.allOf[2].then.properties.max,data:data11};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1786,7 +2009,7 @@ if(data.step !== undefined){
 let data12 = data.step;
 if((typeof data12 == "number") && (isFinite(data12))){
 if(data12 <= 0 || isNaN(data12)){
-const err32 = {instancePath:instancePath+"/step",schemaPath:"#/allOf/2/then/properties/step/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema39.allOf[2].then.properties.step,data:data12};
+const err32 = {instancePath:instancePath+"/step",schemaPath:"#/allOf/2/then/properties/step/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema40.allOf[2].then.properties.step,data:data12};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1797,7 +2020,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/step",schemaPath:"#/allOf/2/then/properties/step/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema39.allOf[2].then.properties.step.type,parentSchema:schema39.allOf[2].then.properties.step,data:data12};
+const err33 = {instancePath:instancePath+"/step",schemaPath:"#/allOf/2/then/properties/step/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema40.allOf[2].then.properties.step.type,parentSchema:schema40.allOf[2].then.properties.step,data:data12};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1809,7 +2032,7 @@ errors++;
 }
 }
 else {
-const err34 = {instancePath,schemaPath:"#/allOf/2/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.allOf[2].then.type,parentSchema:schema39.allOf[2].then,data};
+const err34 = {instancePath,schemaPath:"#/allOf/2/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.allOf[2].then.type,parentSchema:schema40.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1822,7 +2045,7 @@ var _valid2 = _errs36 === errors;
 valid8 = _valid2;
 }
 if(!valid8){
-const err35 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema39.allOf[2].if,parentSchema:schema39.allOf[2],data};
+const err35 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema40.allOf[2].if,parentSchema:schema40.allOf[2],data};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -1891,7 +2114,7 @@ data.step = 1;
 }
 for(const key3 in data){
 if(!((key3 === "fn") || (key3 === "step"))){
-const err39 = {instancePath,schemaPath:"#/allOf/3/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema39.allOf[3].then,data};
+const err39 = {instancePath,schemaPath:"#/allOf/3/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema40.allOf[3].then,data};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -1904,7 +2127,7 @@ errors++;
 if(data.fn !== undefined){
 let data14 = data.fn;
 if(typeof data14 !== "string"){
-const err40 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/3/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema39.allOf[3].then.properties.fn.type,parentSchema:schema39.allOf[3].then.properties.fn,data:data14};
+const err40 = {instancePath:instancePath+"/fn",schemaPath:"#/allOf/3/then/properties/fn/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema40.allOf[3].then.properties.fn.type,parentSchema:schema40.allOf[3].then.properties.fn,data:data14};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -1916,7 +2139,7 @@ errors++;
 }
 let data15 = data.step;
 if(!((typeof data15 == "number") && (isFinite(data15)))){
-const err41 = {instancePath:instancePath+"/step",schemaPath:"#/allOf/3/then/properties/step/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema39.allOf[3].then.properties.step.type,parentSchema:schema39.allOf[3].then.properties.step,data:data15};
+const err41 = {instancePath:instancePath+"/step",schemaPath:"#/allOf/3/then/properties/step/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema40.allOf[3].then.properties.step.type,parentSchema:schema40.allOf[3].then.properties.step,data:data15};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1927,7 +2150,7 @@ errors++;
 }
 }
 else {
-const err42 = {instancePath,schemaPath:"#/allOf/3/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.allOf[3].then.type,parentSchema:schema39.allOf[3].then,data};
+const err42 = {instancePath,schemaPath:"#/allOf/3/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.allOf[3].then.type,parentSchema:schema40.allOf[3].then,data};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -1940,7 +2163,7 @@ var _valid3 = _errs52 === errors;
 valid11 = _valid3;
 }
 if(!valid11){
-const err43 = {instancePath,schemaPath:"#/allOf/3/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema39.allOf[3].if,parentSchema:schema39.allOf[3],data};
+const err43 = {instancePath,schemaPath:"#/allOf/3/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema40.allOf[3].if,parentSchema:schema40.allOf[3],data};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -1951,7 +2174,7 @@ errors++;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.fn === undefined){
-const err44 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema39.required,parentSchema:schema39,data};
+const err44 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema40.required,parentSchema:schema40,data};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -1963,7 +2186,7 @@ errors++;
 if(data.fn !== undefined){
 let data16 = data.fn;
 if(!((((data16 === "constant") || (data16 === "sine")) || (data16 === "random_walk")) || (data16 === "counter"))){
-const err45 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/enum",keyword:"enum",params:{allowedValues: schema39.properties.fn.enum},message:"must be equal to one of the allowed values",schema:schema39.properties.fn.enum,parentSchema:schema39.properties.fn,data:data16};
+const err45 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/enum",keyword:"enum",params:{allowedValues: schema40.properties.fn.enum},message:"must be equal to one of the allowed values",schema:schema40.properties.fn.enum,parentSchema:schema40.properties.fn,data:data16};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -1975,7 +2198,7 @@ errors++;
 }
 }
 else {
-const err46 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema39.type,parentSchema:schema39,data};
+const err46 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema40.type,parentSchema:schema40,data};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -3717,7 +3940,7 @@ validate14.errors = vErrors;
 return errors === 0;
 }
 
-const schema41 = {"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}};
+const schema42 = {"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3727,7 +3950,7 @@ if(data.poll === undefined){
 data.poll = "1s";
 }
 if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema41.required,parentSchema:schema41,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema42.required,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3737,7 +3960,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.model === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model"},message:"must have required property '"+"model"+"'",schema:schema41.required,parentSchema:schema41,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model"},message:"must have required property '"+"model"+"'",schema:schema42.required,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3747,7 +3970,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.bus === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bus"},message:"must have required property '"+"bus"+"'",schema:schema41.required,parentSchema:schema41,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bus"},message:"must have required property '"+"bus"+"'",schema:schema42.required,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -3757,8 +3980,8 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func2.call(schema41.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema41,data};
+if(!(func2.call(schema42.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3797,7 +4020,7 @@ if(data.model !== undefined){
 let data1 = data.model;
 if(typeof data1 === "string"){
 if(func3(data1) < 1){
-const err6 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema41.properties.model,data:data1};
+const err6 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema42.properties.model,data:data1};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3808,7 +4031,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.model.type,parentSchema:schema41.properties.model,data:data1};
+const err7 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.model.type,parentSchema:schema42.properties.model,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3822,7 +4045,7 @@ if(data.bus !== undefined){
 let data2 = data.bus;
 if(typeof data2 === "string"){
 if(func3(data2) < 1){
-const err8 = {instancePath:instancePath+"/bus",schemaPath:"#/properties/bus/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema41.properties.bus,data:data2};
+const err8 = {instancePath:instancePath+"/bus",schemaPath:"#/properties/bus/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema42.properties.bus,data:data2};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -3833,7 +4056,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/bus",schemaPath:"#/properties/bus/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.bus.type,parentSchema:schema41.properties.bus,data:data2};
+const err9 = {instancePath:instancePath+"/bus",schemaPath:"#/properties/bus/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.bus.type,parentSchema:schema42.properties.bus,data:data2};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3894,7 +4117,7 @@ errors++;
 if(data.unit_id !== undefined){
 let data5 = data.unit_id;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err14 = {instancePath:instancePath+"/unit_id",schemaPath:"#/properties/unit_id/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.unit_id.type,parentSchema:schema41.properties.unit_id,data:data5};
+const err14 = {instancePath:instancePath+"/unit_id",schemaPath:"#/properties/unit_id/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.unit_id.type,parentSchema:schema42.properties.unit_id,data:data5};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3905,7 +4128,7 @@ errors++;
 }
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 > 247 || isNaN(data5)){
-const err15 = {instancePath:instancePath+"/unit_id",schemaPath:"#/properties/unit_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema41.properties.unit_id,data:data5};
+const err15 = {instancePath:instancePath+"/unit_id",schemaPath:"#/properties/unit_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema42.properties.unit_id,data:data5};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3915,7 +4138,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data5 < 1 || isNaN(data5)){
-const err16 = {instancePath:instancePath+"/unit_id",schemaPath:"#/properties/unit_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema41.properties.unit_id,data:data5};
+const err16 = {instancePath:instancePath+"/unit_id",schemaPath:"#/properties/unit_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema42.properties.unit_id,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3929,7 +4152,7 @@ errors++;
 if(data.max_registers !== undefined){
 let data6 = data.max_registers;
 if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err17 = {instancePath:instancePath+"/max_registers",schemaPath:"#/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.max_registers.type,parentSchema:schema41.properties.max_registers,data:data6};
+const err17 = {instancePath:instancePath+"/max_registers",schemaPath:"#/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.max_registers.type,parentSchema:schema42.properties.max_registers,data:data6};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3940,7 +4163,7 @@ errors++;
 }
 if((typeof data6 == "number") && (isFinite(data6))){
 if(data6 > 125 || isNaN(data6)){
-const err18 = {instancePath:instancePath+"/max_registers",schemaPath:"#/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema41.properties.max_registers,data:data6};
+const err18 = {instancePath:instancePath+"/max_registers",schemaPath:"#/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema42.properties.max_registers,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3950,7 +4173,7 @@ vErrors.push(err18);
 errors++;
 }
 if(data6 < 1 || isNaN(data6)){
-const err19 = {instancePath:instancePath+"/max_registers",schemaPath:"#/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema41.properties.max_registers,data:data6};
+const err19 = {instancePath:instancePath+"/max_registers",schemaPath:"#/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema42.properties.max_registers,data:data6};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3964,7 +4187,7 @@ errors++;
 if(data.max_gap !== undefined){
 let data7 = data.max_gap;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err20 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.max_gap.type,parentSchema:schema41.properties.max_gap,data:data7};
+const err20 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.max_gap.type,parentSchema:schema42.properties.max_gap,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3975,7 +4198,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 > 124 || isNaN(data7)){
-const err21 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/maximum",keyword:"maximum",params:{comparison: "<=", limit: 124},message:"must be <= 124",schema:124,parentSchema:schema41.properties.max_gap,data:data7};
+const err21 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/maximum",keyword:"maximum",params:{comparison: "<=", limit: 124},message:"must be <= 124",schema:124,parentSchema:schema42.properties.max_gap,data:data7};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -3985,7 +4208,7 @@ vErrors.push(err21);
 errors++;
 }
 if(data7 < 0 || isNaN(data7)){
-const err22 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.max_gap,data:data7};
+const err22 = {instancePath:instancePath+"/max_gap",schemaPath:"#/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema42.properties.max_gap,data:data7};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -4004,7 +4227,7 @@ for(let i0=0; i0<len0; i0++){
 let data9 = data8[i0];
 if(typeof data9 === "string"){
 if(func3(data9) < 1){
-const err23 = {instancePath:instancePath+"/unlock_writes/" + i0,schemaPath:"#/properties/unlock_writes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema41.properties.unlock_writes.items,data:data9};
+const err23 = {instancePath:instancePath+"/unlock_writes/" + i0,schemaPath:"#/properties/unlock_writes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema42.properties.unlock_writes.items,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -4015,7 +4238,7 @@ errors++;
 }
 }
 else {
-const err24 = {instancePath:instancePath+"/unlock_writes/" + i0,schemaPath:"#/properties/unlock_writes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.unlock_writes.items.type,parentSchema:schema41.properties.unlock_writes.items,data:data9};
+const err24 = {instancePath:instancePath+"/unlock_writes/" + i0,schemaPath:"#/properties/unlock_writes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.unlock_writes.items.type,parentSchema:schema42.properties.unlock_writes.items,data:data9};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4036,7 +4259,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err25 = {instancePath:instancePath+"/unlock_writes",schemaPath:"#/properties/unlock_writes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema41.properties.unlock_writes,data:data8};
+const err25 = {instancePath:instancePath+"/unlock_writes",schemaPath:"#/properties/unlock_writes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)",schema:true,parentSchema:schema42.properties.unlock_writes,data:data8};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -4051,7 +4274,7 @@ indices0[item0] = i1;
 }
 }
 else {
-const err26 = {instancePath:instancePath+"/unlock_writes",schemaPath:"#/properties/unlock_writes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema41.properties.unlock_writes.type,parentSchema:schema41.properties.unlock_writes,data:data8};
+const err26 = {instancePath:instancePath+"/unlock_writes",schemaPath:"#/properties/unlock_writes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema42.properties.unlock_writes.type,parentSchema:schema42.properties.unlock_writes,data:data8};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -4064,7 +4287,7 @@ errors++;
 if(data.description !== undefined){
 let data10 = data.description;
 if(typeof data10 !== "string"){
-const err27 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema41.properties.description.type,parentSchema:schema41.properties.description,data:data10};
+const err27 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema42.properties.description.type,parentSchema:schema42.properties.description,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -4082,7 +4305,7 @@ data11.silent = false;
 }
 for(const key1 in data11){
 if(!((key1 === "fail_reads") || (key1 === "silent"))){
-const err28 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema41.properties.sim_fault,data:data11};
+const err28 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema42.properties.sim_fault,data:data11};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4095,7 +4318,7 @@ errors++;
 if(data11.fail_reads !== undefined){
 let data12 = data11.fail_reads;
 if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
-const err29 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema41.properties.sim_fault.properties.fail_reads.type,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data12};
+const err29 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema42.properties.sim_fault.properties.fail_reads.type,parentSchema:schema42.properties.sim_fault.properties.fail_reads,data:data12};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -4106,7 +4329,7 @@ errors++;
 }
 if((typeof data12 == "number") && (isFinite(data12))){
 if(data12 < 0 || isNaN(data12)){
-const err30 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema41.properties.sim_fault.properties.fail_reads,data:data12};
+const err30 = {instancePath:instancePath+"/sim_fault/fail_reads",schemaPath:"#/properties/sim_fault/properties/fail_reads/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema42.properties.sim_fault.properties.fail_reads,data:data12};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -4119,7 +4342,7 @@ errors++;
 }
 let data13 = data11.silent;
 if(typeof data13 !== "boolean"){
-const err31 = {instancePath:instancePath+"/sim_fault/silent",schemaPath:"#/properties/sim_fault/properties/silent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema41.properties.sim_fault.properties.silent.type,parentSchema:schema41.properties.sim_fault.properties.silent,data:data13};
+const err31 = {instancePath:instancePath+"/sim_fault/silent",schemaPath:"#/properties/sim_fault/properties/silent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema42.properties.sim_fault.properties.silent.type,parentSchema:schema42.properties.sim_fault.properties.silent,data:data13};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -4130,7 +4353,7 @@ errors++;
 }
 }
 else {
-const err32 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.properties.sim_fault.type,parentSchema:schema41.properties.sim_fault,data:data11};
+const err32 = {instancePath:instancePath+"/sim_fault",schemaPath:"#/properties/sim_fault/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.properties.sim_fault.type,parentSchema:schema42.properties.sim_fault,data:data11};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4142,7 +4365,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema41.type,parentSchema:schema41,data};
+const err33 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema42.type,parentSchema:schema42,data};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4155,9 +4378,9 @@ validate22.errors = vErrors;
 return errors === 0;
 }
 
-const schema45 = {"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]};
-const schema48 = {"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]};
-const pattern38 = new RegExp("^[^.]+\\..+$", "u");
+const schema46 = {"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]};
+const schema49 = {"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]};
+const pattern39 = new RegExp("^[^.]+\\..+$", "u");
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -4234,7 +4457,7 @@ data.write = {};
 }
 }
 else {
-const err3 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.allOf[0].then.type,parentSchema:schema48.allOf[0].then,data};
+const err3 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.allOf[0].then.type,parentSchema:schema49.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4247,7 +4470,7 @@ var _valid0 = _errs7 === errors;
 valid1 = _valid0;
 }
 if(!valid1){
-const err4 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema48.allOf[0].if,parentSchema:schema48.allOf[0],data};
+const err4 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema49.allOf[0].if,parentSchema:schema49.allOf[0],data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4261,7 +4484,7 @@ if(data.writes === undefined){
 data.writes = false;
 }
 if(data.unit === undefined){
-const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "unit"},message:"must have required property '"+"unit"+"'",schema:schema48.required,parentSchema:schema48,data};
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "unit"},message:"must have required property '"+"unit"+"'",schema:schema49.required,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4271,8 +4494,8 @@ vErrors.push(err5);
 errors++;
 }
 for(const key0 in data){
-if(!(func2.call(schema48.properties, key0))){
-const err6 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema48,data};
+if(!(func2.call(schema49.properties, key0))){
+const err6 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4285,7 +4508,7 @@ errors++;
 if(data.unit !== undefined){
 let data1 = data.unit;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err7 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema48.properties.unit.type,parentSchema:schema48.properties.unit,data:data1};
+const err7 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema49.properties.unit.type,parentSchema:schema49.properties.unit,data:data1};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4296,7 +4519,7 @@ errors++;
 }
 if((typeof data1 == "number") && (isFinite(data1))){
 if(data1 > 247 || isNaN(data1)){
-const err8 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema48.properties.unit,data:data1};
+const err8 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema49.properties.unit,data:data1};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4306,7 +4529,7 @@ vErrors.push(err8);
 errors++;
 }
 if(data1 < 1 || isNaN(data1)){
-const err9 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema48.properties.unit,data:data1};
+const err9 = {instancePath:instancePath+"/unit",schemaPath:"#/properties/unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema49.properties.unit,data:data1};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -4344,7 +4567,7 @@ errors++;
 }
 let data3 = data.writes;
 if(typeof data3 !== "boolean"){
-const err12 = {instancePath:instancePath+"/writes",schemaPath:"#/properties/writes/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.writes.type,parentSchema:schema48.properties.writes,data:data3};
+const err12 = {instancePath:instancePath+"/writes",schemaPath:"#/properties/writes/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema49.properties.writes.type,parentSchema:schema49.properties.writes,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4382,7 +4605,7 @@ if(data.persona !== undefined){
 let data5 = data.persona;
 if(typeof data5 === "string"){
 if(func3(data5) < 1){
-const err15 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema48.properties.persona,data:data5};
+const err15 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema49.properties.persona,data:data5};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -4393,7 +4616,7 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.persona.type,parentSchema:schema48.properties.persona,data:data5};
+const err16 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.persona.type,parentSchema:schema49.properties.persona,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -4413,8 +4636,8 @@ let valid7 = false;
 let passing0 = null;
 const _errs28 = errors;
 if(typeof data7 === "string"){
-if(!pattern38.test(data7)){
-const err17 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema48.properties.bind.additionalProperties.oneOf[0],data:data7};
+if(!pattern39.test(data7)){
+const err17 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema49.properties.bind.additionalProperties.oneOf[0],data:data7};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -4425,7 +4648,7 @@ errors++;
 }
 }
 else {
-const err18 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.bind.additionalProperties.oneOf[0].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[0],data:data7};
+const err18 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.bind.additionalProperties.oneOf[0].type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[0],data:data7};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -4442,7 +4665,7 @@ passing0 = 0;
 const _errs30 = errors;
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.point === undefined){
-const err19 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/required",keyword:"required",params:{missingProperty: "point"},message:"must have required property '"+"point"+"'",schema:schema48.properties.bind.additionalProperties.oneOf[1].required,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1],data:data7};
+const err19 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/required",keyword:"required",params:{missingProperty: "point"},message:"must have required property '"+"point"+"'",schema:schema49.properties.bind.additionalProperties.oneOf[1].required,parentSchema:schema49.properties.bind.additionalProperties.oneOf[1],data:data7};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -4453,7 +4676,7 @@ errors++;
 }
 for(const key2 in data7){
 if(!(((key2 === "point") || (key2 === "scale")) || (key2 === "negate"))){
-const err20 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1],data:data7};
+const err20 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema49.properties.bind.additionalProperties.oneOf[1],data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4466,8 +4689,8 @@ errors++;
 if(data7.point !== undefined){
 let data8 = data7.point;
 if(typeof data8 === "string"){
-if(!pattern38.test(data8)){
-const err21 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
+if(!pattern39.test(data8)){
+const err21 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema49.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -4478,7 +4701,7 @@ errors++;
 }
 }
 else {
-const err22 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.bind.additionalProperties.oneOf[1].properties.point.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
+const err22 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.bind.additionalProperties.oneOf[1].properties.point.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -4491,7 +4714,7 @@ errors++;
 if(data7.scale !== undefined){
 let data9 = data7.scale;
 if(!((typeof data9 == "number") && (isFinite(data9)))){
-const err23 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/scale",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema48.properties.bind.additionalProperties.oneOf[1].properties.scale.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.scale,data:data9};
+const err23 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/scale",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema49.properties.bind.additionalProperties.oneOf[1].properties.scale.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[1].properties.scale,data:data9};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -4504,7 +4727,7 @@ errors++;
 if(data7.negate !== undefined){
 let data10 = data7.negate;
 if(typeof data10 !== "boolean"){
-const err24 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/negate",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/negate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.bind.additionalProperties.oneOf[1].properties.negate.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1].properties.negate,data:data10};
+const err24 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/negate",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/negate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema49.properties.bind.additionalProperties.oneOf[1].properties.negate.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[1].properties.negate,data:data10};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4516,7 +4739,7 @@ errors++;
 }
 }
 else {
-const err25 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.additionalProperties.oneOf[1].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[1],data:data7};
+const err25 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.bind.additionalProperties.oneOf[1].type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[1],data:data7};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -4538,7 +4761,7 @@ passing0 = 1;
 const _errs39 = errors;
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.sum === undefined){
-const err26 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/required",keyword:"required",params:{missingProperty: "sum"},message:"must have required property '"+"sum"+"'",schema:schema48.properties.bind.additionalProperties.oneOf[2].required,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2],data:data7};
+const err26 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/required",keyword:"required",params:{missingProperty: "sum"},message:"must have required property '"+"sum"+"'",schema:schema49.properties.bind.additionalProperties.oneOf[2].required,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2],data:data7};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -4549,7 +4772,7 @@ errors++;
 }
 for(const key3 in data7){
 if(!(((key3 === "sum") || (key3 === "scale")) || (key3 === "negate"))){
-const err27 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2],data:data7};
+const err27 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2],data:data7};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -4563,7 +4786,7 @@ if(data7.sum !== undefined){
 let data11 = data7.sum;
 if(Array.isArray(data11)){
 if(data11.length < 1){
-const err28 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum,data:data11};
+const err28 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum,data:data11};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4576,8 +4799,8 @@ const len0 = data11.length;
 for(let i0=0; i0<len0; i0++){
 let data12 = data11[i0];
 if(typeof data12 === "string"){
-if(!pattern38.test(data12)){
-const err29 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
+if(!pattern39.test(data12)){
+const err29 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -4588,7 +4811,7 @@ errors++;
 }
 }
 else {
-const err30 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.items.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
+const err30 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum.items.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -4600,7 +4823,7 @@ errors++;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.sum,data:data11};
+const err31 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum,data:data11};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -4613,7 +4836,7 @@ errors++;
 if(data7.scale !== undefined){
 let data13 = data7.scale;
 if(!((typeof data13 == "number") && (isFinite(data13)))){
-const err32 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/scale",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.scale.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.scale,data:data13};
+const err32 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/scale",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/scale/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema49.properties.bind.additionalProperties.oneOf[2].properties.scale.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.scale,data:data13};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4626,7 +4849,7 @@ errors++;
 if(data7.negate !== undefined){
 let data14 = data7.negate;
 if(typeof data14 !== "boolean"){
-const err33 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/negate",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/negate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.bind.additionalProperties.oneOf[2].properties.negate.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2].properties.negate,data:data14};
+const err33 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/negate",schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/negate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema49.properties.bind.additionalProperties.oneOf[2].properties.negate.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.negate,data:data14};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4638,7 +4861,7 @@ errors++;
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.additionalProperties.oneOf[2].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[2],data:data7};
+const err34 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.bind.additionalProperties.oneOf[2].type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[2],data:data7};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4660,7 +4883,7 @@ passing0 = 2;
 const _errs50 = errors;
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 if(data7.value === undefined){
-const err35 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema48.properties.bind.additionalProperties.oneOf[3].required,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3],data:data7};
+const err35 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'",schema:schema49.properties.bind.additionalProperties.oneOf[3].required,parentSchema:schema49.properties.bind.additionalProperties.oneOf[3],data:data7};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4671,7 +4894,7 @@ errors++;
 }
 for(const key4 in data7){
 if(!(key4 === "value")){
-const err36 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3],data:data7};
+const err36 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema49.properties.bind.additionalProperties.oneOf[3],data:data7};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4684,7 +4907,7 @@ errors++;
 if(data7.value !== undefined){
 let data15 = data7.value;
 if((!((typeof data15 == "number") && (isFinite(data15)))) && (typeof data15 !== "string")){
-const err37 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/value",schemaPath:"#/properties/bind/additionalProperties/oneOf/3/properties/value/type",keyword:"type",params:{type: schema48.properties.bind.additionalProperties.oneOf[3].properties.value.type},message:"must be number,string",schema:schema48.properties.bind.additionalProperties.oneOf[3].properties.value.type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3].properties.value,data:data15};
+const err37 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/value",schemaPath:"#/properties/bind/additionalProperties/oneOf/3/properties/value/type",keyword:"type",params:{type: schema49.properties.bind.additionalProperties.oneOf[3].properties.value.type},message:"must be number,string",schema:schema49.properties.bind.additionalProperties.oneOf[3].properties.value.type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[3].properties.value,data:data15};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4696,7 +4919,7 @@ errors++;
 }
 }
 else {
-const err38 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.additionalProperties.oneOf[3].type,parentSchema:schema48.properties.bind.additionalProperties.oneOf[3],data:data7};
+const err38 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.bind.additionalProperties.oneOf[3].type,parentSchema:schema49.properties.bind.additionalProperties.oneOf[3],data:data7};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4719,7 +4942,7 @@ passing0 = 3;
 }
 }
 if(!valid7){
-const err39 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema48.properties.bind.additionalProperties.oneOf,parentSchema:schema48.properties.bind.additionalProperties,data:data7};
+const err39 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf",schema:schema49.properties.bind.additionalProperties.oneOf,parentSchema:schema49.properties.bind.additionalProperties,data:data7};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4742,7 +4965,7 @@ vErrors = null;
 }
 }
 else {
-const err40 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.bind.type,parentSchema:schema48.properties.bind,data:data6};
+const err40 = {instancePath:instancePath+"/bind",schemaPath:"#/properties/bind/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.bind.type,parentSchema:schema49.properties.bind,data:data6};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4758,7 +4981,7 @@ if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
 for(const key5 in data16){
 let data17 = data16[key5];
 if(!(((data17 === "store") || (data17 === "forward")) || (data17 === "reject"))){
-const err41 = {instancePath:instancePath+"/write/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/write/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema48.properties.write.additionalProperties.enum},message:"must be equal to one of the allowed values",schema:schema48.properties.write.additionalProperties.enum,parentSchema:schema48.properties.write.additionalProperties,data:data17};
+const err41 = {instancePath:instancePath+"/write/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/write/additionalProperties/enum",keyword:"enum",params:{allowedValues: schema49.properties.write.additionalProperties.enum},message:"must be equal to one of the allowed values",schema:schema49.properties.write.additionalProperties.enum,parentSchema:schema49.properties.write.additionalProperties,data:data17};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -4770,7 +4993,7 @@ errors++;
 }
 }
 else {
-const err42 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.properties.write.type,parentSchema:schema48.properties.write,data:data16};
+const err42 = {instancePath:instancePath+"/write",schemaPath:"#/properties/write/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.properties.write.type,parentSchema:schema49.properties.write,data:data16};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4783,7 +5006,7 @@ errors++;
 if(data.stale !== undefined){
 let data18 = data.stale;
 if(!(((data18 === "silent") || (data18 === "exception")) || (data18 === "hold"))){
-const err43 = {instancePath:instancePath+"/stale",schemaPath:"#/properties/stale/enum",keyword:"enum",params:{allowedValues: schema48.properties.stale.enum},message:"must be equal to one of the allowed values",schema:schema48.properties.stale.enum,parentSchema:schema48.properties.stale,data:data18};
+const err43 = {instancePath:instancePath+"/stale",schemaPath:"#/properties/stale/enum",keyword:"enum",params:{allowedValues: schema49.properties.stale.enum},message:"must be equal to one of the allowed values",schema:schema49.properties.stale.enum,parentSchema:schema49.properties.stale,data:data18};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -4796,7 +5019,7 @@ errors++;
 if(data.capture !== undefined){
 let data19 = data.capture;
 if(typeof data19 !== "boolean"){
-const err44 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema48.properties.capture.type,parentSchema:schema48.properties.capture,data:data19};
+const err44 = {instancePath:instancePath+"/capture",schemaPath:"#/properties/capture/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema49.properties.capture.type,parentSchema:schema49.properties.capture,data:data19};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -4808,7 +5031,7 @@ errors++;
 }
 }
 else {
-const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema48.type,parentSchema:schema48,data};
+const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema49.type,parentSchema:schema49,data};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -4905,8 +5128,8 @@ if(data.miss_rate === undefined){
 data.miss_rate = 20;
 }
 for(const key0 in data){
-if(!(func2.call(schema45.allOf[0].then.properties, key0))){
-const err3 = {instancePath,schemaPath:"#/allOf/0/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema45.allOf[0].then,data};
+if(!(func2.call(schema46.allOf[0].then.properties, key0))){
+const err3 = {instancePath,schemaPath:"#/allOf/0/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema46.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4944,7 +5167,7 @@ errors++;
 if(data.transport !== undefined){
 let data2 = data.transport;
 if(typeof data2 !== "string"){
-const err6 = {instancePath:instancePath+"/transport",schemaPath:"#/allOf/0/then/properties/transport/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[0].then.properties.transport.type,parentSchema:schema45.allOf[0].then.properties.transport,data:data2};
+const err6 = {instancePath:instancePath+"/transport",schemaPath:"#/allOf/0/then/properties/transport/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.allOf[0].then.properties.transport.type,parentSchema:schema46.allOf[0].then.properties.transport,data:data2};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4988,7 +5211,7 @@ errors = vErrors.length;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/units",schemaPath:"#/allOf/0/then/properties/units/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema45.allOf[0].then.properties.units.type,parentSchema:schema45.allOf[0].then.properties.units,data:data4};
+const err9 = {instancePath:instancePath+"/units",schemaPath:"#/allOf/0/then/properties/units/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.allOf[0].then.properties.units.type,parentSchema:schema46.allOf[0].then.properties.units,data:data4};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5000,7 +5223,7 @@ errors++;
 if(data.diagnostic_unit !== undefined){
 let data6 = data.diagnostic_unit;
 if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
-const err10 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[0].then.properties.diagnostic_unit.type,parentSchema:schema45.allOf[0].then.properties.diagnostic_unit,data:data6};
+const err10 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.allOf[0].then.properties.diagnostic_unit.type,parentSchema:schema46.allOf[0].then.properties.diagnostic_unit,data:data6};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5011,7 +5234,7 @@ errors++;
 }
 if((typeof data6 == "number") && (isFinite(data6))){
 if(data6 > 247 || isNaN(data6)){
-const err11 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema45.allOf[0].then.properties.diagnostic_unit,data:data6};
+const err11 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema46.allOf[0].then.properties.diagnostic_unit,data:data6};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -5021,7 +5244,7 @@ vErrors.push(err11);
 errors++;
 }
 if(data6 < 1 || isNaN(data6)){
-const err12 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema45.allOf[0].then.properties.diagnostic_unit,data:data6};
+const err12 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/0/then/properties/diagnostic_unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema46.allOf[0].then.properties.diagnostic_unit,data:data6};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5035,7 +5258,7 @@ errors++;
 let data7 = data.host;
 if(typeof data7 === "string"){
 if(func3(data7) < 1){
-const err13 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/0/then/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45.allOf[0].then.properties.host,data:data7};
+const err13 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/0/then/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema46.allOf[0].then.properties.host,data:data7};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5046,7 +5269,7 @@ errors++;
 }
 }
 else {
-const err14 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/0/then/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[0].then.properties.host.type,parentSchema:schema45.allOf[0].then.properties.host,data:data7};
+const err14 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/0/then/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.allOf[0].then.properties.host.type,parentSchema:schema46.allOf[0].then.properties.host,data:data7};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5057,7 +5280,7 @@ errors++;
 }
 let data8 = data.port;
 if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
-const err15 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[0].then.properties.port.type,parentSchema:schema45.allOf[0].then.properties.port,data:data8};
+const err15 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.allOf[0].then.properties.port.type,parentSchema:schema46.allOf[0].then.properties.port,data:data8};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -5068,7 +5291,7 @@ errors++;
 }
 if((typeof data8 == "number") && (isFinite(data8))){
 if(data8 > 65535 || isNaN(data8)){
-const err16 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema45.allOf[0].then.properties.port,data:data8};
+const err16 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema46.allOf[0].then.properties.port,data:data8};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -5078,7 +5301,7 @@ vErrors.push(err16);
 errors++;
 }
 if(data8 < 0 || isNaN(data8)){
-const err17 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema45.allOf[0].then.properties.port,data:data8};
+const err17 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/0/then/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema46.allOf[0].then.properties.port,data:data8};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -5090,7 +5313,7 @@ errors++;
 }
 let data9 = data.framing;
 if(!((data9 === "mbap") || (data9 === "rtu"))){
-const err18 = {instancePath:instancePath+"/framing",schemaPath:"#/allOf/0/then/properties/framing/enum",keyword:"enum",params:{allowedValues: schema45.allOf[0].then.properties.framing.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[0].then.properties.framing.enum,parentSchema:schema45.allOf[0].then.properties.framing,data:data9};
+const err18 = {instancePath:instancePath+"/framing",schemaPath:"#/allOf/0/then/properties/framing/enum",keyword:"enum",params:{allowedValues: schema46.allOf[0].then.properties.framing.enum},message:"must be equal to one of the allowed values",schema:schema46.allOf[0].then.properties.framing.enum,parentSchema:schema46.allOf[0].then.properties.framing,data:data9};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -5106,7 +5329,7 @@ for(let i1=0; i1<len1; i1++){
 let data11 = data10[i1];
 if(typeof data11 === "string"){
 if(func3(data11) < 1){
-const err19 = {instancePath:instancePath+"/allow/" + i1,schemaPath:"#/allOf/0/then/properties/allow/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45.allOf[0].then.properties.allow.items,data:data11};
+const err19 = {instancePath:instancePath+"/allow/" + i1,schemaPath:"#/allOf/0/then/properties/allow/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema46.allOf[0].then.properties.allow.items,data:data11};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -5117,7 +5340,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath:instancePath+"/allow/" + i1,schemaPath:"#/allOf/0/then/properties/allow/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[0].then.properties.allow.items.type,parentSchema:schema45.allOf[0].then.properties.allow.items,data:data11};
+const err20 = {instancePath:instancePath+"/allow/" + i1,schemaPath:"#/allOf/0/then/properties/allow/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.allOf[0].then.properties.allow.items.type,parentSchema:schema46.allOf[0].then.properties.allow.items,data:data11};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -5138,7 +5361,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err21 = {instancePath:instancePath+"/allow",schemaPath:"#/allOf/0/then/properties/allow/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)",schema:true,parentSchema:schema45.allOf[0].then.properties.allow,data:data10};
+const err21 = {instancePath:instancePath+"/allow",schemaPath:"#/allOf/0/then/properties/allow/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)",schema:true,parentSchema:schema46.allOf[0].then.properties.allow,data:data10};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -5153,7 +5376,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err22 = {instancePath:instancePath+"/allow",schemaPath:"#/allOf/0/then/properties/allow/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema45.allOf[0].then.properties.allow.type,parentSchema:schema45.allOf[0].then.properties.allow,data:data10};
+const err22 = {instancePath:instancePath+"/allow",schemaPath:"#/allOf/0/then/properties/allow/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.allOf[0].then.properties.allow.type,parentSchema:schema46.allOf[0].then.properties.allow,data:data10};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -5164,7 +5387,7 @@ errors++;
 }
 let data12 = data.max_clients;
 if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
-const err23 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[0].then.properties.max_clients.type,parentSchema:schema45.allOf[0].then.properties.max_clients,data:data12};
+const err23 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.allOf[0].then.properties.max_clients.type,parentSchema:schema46.allOf[0].then.properties.max_clients,data:data12};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -5175,7 +5398,7 @@ errors++;
 }
 if((typeof data12 == "number") && (isFinite(data12))){
 if(data12 > 1024 || isNaN(data12)){
-const err24 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024",schema:1024,parentSchema:schema45.allOf[0].then.properties.max_clients,data:data12};
+const err24 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024",schema:1024,parentSchema:schema46.allOf[0].then.properties.max_clients,data:data12};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5185,7 +5408,7 @@ vErrors.push(err24);
 errors++;
 }
 if(data12 < 1 || isNaN(data12)){
-const err25 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema45.allOf[0].then.properties.max_clients,data:data12};
+const err25 = {instancePath:instancePath+"/max_clients",schemaPath:"#/allOf/0/then/properties/max_clients/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema46.allOf[0].then.properties.max_clients,data:data12};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -5198,7 +5421,7 @@ errors++;
 let data13 = data.miss_rate;
 if((typeof data13 == "number") && (isFinite(data13))){
 if(data13 > 1000 || isNaN(data13)){
-const err26 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema45.allOf[0].then.properties.miss_rate,data:data13};
+const err26 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000",schema:1000,parentSchema:schema46.allOf[0].then.properties.miss_rate,data:data13};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -5208,7 +5431,7 @@ vErrors.push(err26);
 errors++;
 }
 if(data13 <= 0 || isNaN(data13)){
-const err27 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema45.allOf[0].then.properties.miss_rate,data:data13};
+const err27 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0",schema:0,parentSchema:schema46.allOf[0].then.properties.miss_rate,data:data13};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -5219,7 +5442,7 @@ errors++;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema45.allOf[0].then.properties.miss_rate.type,parentSchema:schema45.allOf[0].then.properties.miss_rate,data:data13};
+const err28 = {instancePath:instancePath+"/miss_rate",schemaPath:"#/allOf/0/then/properties/miss_rate/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema46.allOf[0].then.properties.miss_rate.type,parentSchema:schema46.allOf[0].then.properties.miss_rate,data:data13};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -5230,7 +5453,7 @@ errors++;
 }
 }
 else {
-const err29 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.allOf[0].then.type,parentSchema:schema45.allOf[0].then,data};
+const err29 = {instancePath,schemaPath:"#/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.allOf[0].then.type,parentSchema:schema46.allOf[0].then,data};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -5243,7 +5466,7 @@ var _valid0 = _errs6 === errors;
 valid1 = _valid0;
 }
 if(!valid1){
-const err30 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema45.allOf[0].if,parentSchema:schema45.allOf[0],data};
+const err30 = {instancePath,schemaPath:"#/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema46.allOf[0].if,parentSchema:schema46.allOf[0],data};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -5326,7 +5549,7 @@ if(data.stop_bits === undefined){
 data.stop_bits = 1;
 }
 if(data.port === undefined){
-const err34 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'",schema:schema45.allOf[1].then.required,parentSchema:schema45.allOf[1].then,data};
+const err34 = {instancePath,schemaPath:"#/allOf/1/then/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'",schema:schema46.allOf[1].then.required,parentSchema:schema46.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -5336,8 +5559,8 @@ vErrors.push(err34);
 errors++;
 }
 for(const key1 in data){
-if(!(func2.call(schema45.allOf[1].then.properties, key1))){
-const err35 = {instancePath,schemaPath:"#/allOf/1/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema45.allOf[1].then,data};
+if(!(func2.call(schema46.allOf[1].then.properties, key1))){
+const err35 = {instancePath,schemaPath:"#/allOf/1/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema46.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -5375,7 +5598,7 @@ errors++;
 if(data.transport !== undefined){
 let data16 = data.transport;
 if(typeof data16 !== "string"){
-const err38 = {instancePath:instancePath+"/transport",schemaPath:"#/allOf/1/then/properties/transport/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[1].then.properties.transport.type,parentSchema:schema45.allOf[1].then.properties.transport,data:data16};
+const err38 = {instancePath:instancePath+"/transport",schemaPath:"#/allOf/1/then/properties/transport/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.allOf[1].then.properties.transport.type,parentSchema:schema46.allOf[1].then.properties.transport,data:data16};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -5419,7 +5642,7 @@ errors = vErrors.length;
 }
 }
 else {
-const err41 = {instancePath:instancePath+"/units",schemaPath:"#/allOf/1/then/properties/units/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema45.allOf[1].then.properties.units.type,parentSchema:schema45.allOf[1].then.properties.units,data:data18};
+const err41 = {instancePath:instancePath+"/units",schemaPath:"#/allOf/1/then/properties/units/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema46.allOf[1].then.properties.units.type,parentSchema:schema46.allOf[1].then.properties.units,data:data18};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -5431,7 +5654,7 @@ errors++;
 if(data.diagnostic_unit !== undefined){
 let data20 = data.diagnostic_unit;
 if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err42 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[1].then.properties.diagnostic_unit.type,parentSchema:schema45.allOf[1].then.properties.diagnostic_unit,data:data20};
+const err42 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.allOf[1].then.properties.diagnostic_unit.type,parentSchema:schema46.allOf[1].then.properties.diagnostic_unit,data:data20};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -5442,7 +5665,7 @@ errors++;
 }
 if((typeof data20 == "number") && (isFinite(data20))){
 if(data20 > 247 || isNaN(data20)){
-const err43 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema45.allOf[1].then.properties.diagnostic_unit,data:data20};
+const err43 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 247},message:"must be <= 247",schema:247,parentSchema:schema46.allOf[1].then.properties.diagnostic_unit,data:data20};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -5452,7 +5675,7 @@ vErrors.push(err43);
 errors++;
 }
 if(data20 < 1 || isNaN(data20)){
-const err44 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema45.allOf[1].then.properties.diagnostic_unit,data:data20};
+const err44 = {instancePath:instancePath+"/diagnostic_unit",schemaPath:"#/allOf/1/then/properties/diagnostic_unit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema46.allOf[1].then.properties.diagnostic_unit,data:data20};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -5467,7 +5690,7 @@ if(data.port !== undefined){
 let data21 = data.port;
 if(typeof data21 === "string"){
 if(func3(data21) < 1){
-const err45 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/1/then/properties/port/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema45.allOf[1].then.properties.port,data:data21};
+const err45 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/1/then/properties/port/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema46.allOf[1].then.properties.port,data:data21};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -5478,7 +5701,7 @@ errors++;
 }
 }
 else {
-const err46 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/1/then/properties/port/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema45.allOf[1].then.properties.port.type,parentSchema:schema45.allOf[1].then.properties.port,data:data21};
+const err46 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/1/then/properties/port/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema46.allOf[1].then.properties.port.type,parentSchema:schema46.allOf[1].then.properties.port,data:data21};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -5490,7 +5713,7 @@ errors++;
 }
 let data22 = data.baud_rate;
 if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err47 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema45.allOf[1].then.properties.baud_rate.type,parentSchema:schema45.allOf[1].then.properties.baud_rate,data:data22};
+const err47 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema46.allOf[1].then.properties.baud_rate.type,parentSchema:schema46.allOf[1].then.properties.baud_rate,data:data22};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -5501,7 +5724,7 @@ errors++;
 }
 if((typeof data22 == "number") && (isFinite(data22))){
 if(data22 > 4000000 || isNaN(data22)){
-const err48 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4000000},message:"must be <= 4000000",schema:4000000,parentSchema:schema45.allOf[1].then.properties.baud_rate,data:data22};
+const err48 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4000000},message:"must be <= 4000000",schema:4000000,parentSchema:schema46.allOf[1].then.properties.baud_rate,data:data22};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -5511,7 +5734,7 @@ vErrors.push(err48);
 errors++;
 }
 if(data22 < 300 || isNaN(data22)){
-const err49 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/minimum",keyword:"minimum",params:{comparison: ">=", limit: 300},message:"must be >= 300",schema:300,parentSchema:schema45.allOf[1].then.properties.baud_rate,data:data22};
+const err49 = {instancePath:instancePath+"/baud_rate",schemaPath:"#/allOf/1/then/properties/baud_rate/minimum",keyword:"minimum",params:{comparison: ">=", limit: 300},message:"must be >= 300",schema:300,parentSchema:schema46.allOf[1].then.properties.baud_rate,data:data22};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -5523,7 +5746,7 @@ errors++;
 }
 let data23 = data.parity;
 if(!(((data23 === "none") || (data23 === "even")) || (data23 === "odd"))){
-const err50 = {instancePath:instancePath+"/parity",schemaPath:"#/allOf/1/then/properties/parity/enum",keyword:"enum",params:{allowedValues: schema45.allOf[1].then.properties.parity.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[1].then.properties.parity.enum,parentSchema:schema45.allOf[1].then.properties.parity,data:data23};
+const err50 = {instancePath:instancePath+"/parity",schemaPath:"#/allOf/1/then/properties/parity/enum",keyword:"enum",params:{allowedValues: schema46.allOf[1].then.properties.parity.enum},message:"must be equal to one of the allowed values",schema:schema46.allOf[1].then.properties.parity.enum,parentSchema:schema46.allOf[1].then.properties.parity,data:data23};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -5534,7 +5757,7 @@ errors++;
 }
 let data24 = data.data_bits;
 if(!((data24 === 7) || (data24 === 8))){
-const err51 = {instancePath:instancePath+"/data_bits",schemaPath:"#/allOf/1/then/properties/data_bits/enum",keyword:"enum",params:{allowedValues: schema45.allOf[1].then.properties.data_bits.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[1].then.properties.data_bits.enum,parentSchema:schema45.allOf[1].then.properties.data_bits,data:data24};
+const err51 = {instancePath:instancePath+"/data_bits",schemaPath:"#/allOf/1/then/properties/data_bits/enum",keyword:"enum",params:{allowedValues: schema46.allOf[1].then.properties.data_bits.enum},message:"must be equal to one of the allowed values",schema:schema46.allOf[1].then.properties.data_bits.enum,parentSchema:schema46.allOf[1].then.properties.data_bits,data:data24};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -5545,7 +5768,7 @@ errors++;
 }
 let data25 = data.stop_bits;
 if(!((data25 === 1) || (data25 === 2))){
-const err52 = {instancePath:instancePath+"/stop_bits",schemaPath:"#/allOf/1/then/properties/stop_bits/enum",keyword:"enum",params:{allowedValues: schema45.allOf[1].then.properties.stop_bits.enum},message:"must be equal to one of the allowed values",schema:schema45.allOf[1].then.properties.stop_bits.enum,parentSchema:schema45.allOf[1].then.properties.stop_bits,data:data25};
+const err52 = {instancePath:instancePath+"/stop_bits",schemaPath:"#/allOf/1/then/properties/stop_bits/enum",keyword:"enum",params:{allowedValues: schema46.allOf[1].then.properties.stop_bits.enum},message:"must be equal to one of the allowed values",schema:schema46.allOf[1].then.properties.stop_bits.enum,parentSchema:schema46.allOf[1].then.properties.stop_bits,data:data25};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -5556,7 +5779,7 @@ errors++;
 }
 }
 else {
-const err53 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.allOf[1].then.type,parentSchema:schema45.allOf[1].then,data};
+const err53 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.allOf[1].then.type,parentSchema:schema46.allOf[1].then,data};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -5569,7 +5792,7 @@ var _valid1 = _errs41 === errors;
 valid11 = _valid1;
 }
 if(!valid11){
-const err54 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema45.allOf[1].if,parentSchema:schema45.allOf[1],data};
+const err54 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema46.allOf[1].if,parentSchema:schema46.allOf[1],data};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -5580,7 +5803,7 @@ errors++;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
-const err55 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema45.required,parentSchema:schema45,data};
+const err55 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema46.required,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -5590,7 +5813,7 @@ vErrors.push(err55);
 errors++;
 }
 if(data.transport === undefined){
-const err56 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema45.required,parentSchema:schema45,data};
+const err56 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema46.required,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -5627,7 +5850,7 @@ errors++;
 if(data.transport !== undefined){
 let data27 = data.transport;
 if(!((data27 === "tcp") || (data27 === "rtu"))){
-const err59 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/enum",keyword:"enum",params:{allowedValues: schema45.properties.transport.enum},message:"must be equal to one of the allowed values",schema:schema45.properties.transport.enum,parentSchema:schema45.properties.transport,data:data27};
+const err59 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/enum",keyword:"enum",params:{allowedValues: schema46.properties.transport.enum},message:"must be equal to one of the allowed values",schema:schema46.properties.transport.enum,parentSchema:schema46.properties.transport,data:data27};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -5639,7 +5862,7 @@ errors++;
 }
 }
 else {
-const err60 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema45.type,parentSchema:schema45,data};
+const err60 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema46.type,parentSchema:schema46,data};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -7401,7 +7624,7 @@ errors++;
 if(data71.hostname !== undefined){
 let data72 = data71.hostname;
 if(typeof data72 === "string"){
-if(!pattern44.test(data72)){
+if(!pattern45.test(data72)){
 const err130 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data72};
 if(vErrors === null){
 vErrors = [err130];
@@ -7494,7 +7717,7 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(!pattern45.test(data74)){
+if(!pattern46.test(data74)){
 const err138 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
 if(vErrors === null){
 vErrors = [err138];
@@ -7519,7 +7742,7 @@ errors++;
 if(data73.psk !== undefined){
 let data75 = data73.psk;
 if(typeof data75 === "string"){
-if(!pattern46.test(data75)){
+if(!pattern47.test(data75)){
 const err140 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data75};
 if(vErrors === null){
 vErrors = [err140];
@@ -7544,7 +7767,7 @@ errors++;
 if(data73.country !== undefined){
 let data76 = data73.country;
 if(typeof data76 === "string"){
-if(!pattern47.test(data76)){
+if(!pattern48.test(data76)){
 const err142 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data76};
 if(vErrors === null){
 vErrors = [err142];
@@ -7595,7 +7818,7 @@ const len7 = data78.length;
 for(let i8=0; i8<len7; i8++){
 let data79 = data78[i8];
 if(typeof data79 === "string"){
-if(!pattern48.test(data79)){
+if(!pattern49.test(data79)){
 const err146 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i8,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data79};
 if(vErrors === null){
 vErrors = [err146];
@@ -8410,8 +8633,8 @@ return errors === 0;
 }
 
 export const validateBoard = validate31;
-const schema55 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
-const pattern49 = new RegExp("^[a-z0-9-]+$", "u");
+const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
+const pattern50 = new RegExp("^[a-z0-9-]+$", "u");
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://shadowgate.dev/board.schema.json" */;
@@ -8419,7 +8642,7 @@ let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.name === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8429,7 +8652,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.title === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8439,7 +8662,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.model_match === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model_match"},message:"must have required property '"+"model_match"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model_match"},message:"must have required property '"+"model_match"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -8449,7 +8672,7 @@ vErrors.push(err2);
 errors++;
 }
 if(data.gpiochip === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "gpiochip"},message:"must have required property '"+"gpiochip"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "gpiochip"},message:"must have required property '"+"gpiochip"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -8459,7 +8682,7 @@ vErrors.push(err3);
 errors++;
 }
 if(data.header === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "header"},message:"must have required property '"+"header"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "header"},message:"must have required property '"+"header"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -8469,7 +8692,7 @@ vErrors.push(err4);
 errors++;
 }
 if(data.uarts === undefined){
-const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "uarts"},message:"must have required property '"+"uarts"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "uarts"},message:"must have required property '"+"uarts"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8479,7 +8702,7 @@ vErrors.push(err5);
 errors++;
 }
 if(data.reserved === undefined){
-const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved"},message:"must have required property '"+"reserved"+"'",schema:schema55.required,parentSchema:schema55,data};
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "reserved"},message:"must have required property '"+"reserved"+"'",schema:schema56.required,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8489,8 +8712,8 @@ vErrors.push(err6);
 errors++;
 }
 for(const key0 in data){
-if(!(func2.call(schema55.properties, key0))){
-const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema55,data};
+if(!(func2.call(schema56.properties, key0))){
+const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -8503,8 +8726,8 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern49.test(data0)){
-const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema55.properties.name,data:data0};
+if(!pattern50.test(data0)){
+const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema56.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -8515,7 +8738,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.name.type,parentSchema:schema55.properties.name,data:data0};
+const err9 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.name.type,parentSchema:schema56.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8528,7 +8751,7 @@ errors++;
 if(data.title !== undefined){
 let data1 = data.title;
 if(typeof data1 !== "string"){
-const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.title.type,parentSchema:schema55.properties.title,data:data1};
+const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.title.type,parentSchema:schema56.properties.title,data:data1};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -8542,7 +8765,7 @@ if(data.model_match !== undefined){
 let data2 = data.model_match;
 if(Array.isArray(data2)){
 if(data2.length < 1){
-const err11 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema55.properties.model_match,data:data2};
+const err11 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema56.properties.model_match,data:data2};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8555,7 +8778,7 @@ const len0 = data2.length;
 for(let i0=0; i0<len0; i0++){
 let data3 = data2[i0];
 if(typeof data3 !== "string"){
-const err12 = {instancePath:instancePath+"/model_match/" + i0,schemaPath:"#/properties/model_match/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.model_match.items.type,parentSchema:schema55.properties.model_match.items,data:data3};
+const err12 = {instancePath:instancePath+"/model_match/" + i0,schemaPath:"#/properties/model_match/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.model_match.items.type,parentSchema:schema56.properties.model_match.items,data:data3};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8567,7 +8790,7 @@ errors++;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.model_match.type,parentSchema:schema55.properties.model_match,data:data2};
+const err13 = {instancePath:instancePath+"/model_match",schemaPath:"#/properties/model_match/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.model_match.type,parentSchema:schema56.properties.model_match,data:data2};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8580,7 +8803,7 @@ errors++;
 if(data.soc !== undefined){
 let data4 = data.soc;
 if(typeof data4 !== "string"){
-const err14 = {instancePath:instancePath+"/soc",schemaPath:"#/properties/soc/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.soc.type,parentSchema:schema55.properties.soc,data:data4};
+const err14 = {instancePath:instancePath+"/soc",schemaPath:"#/properties/soc/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.soc.type,parentSchema:schema56.properties.soc,data:data4};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -8594,7 +8817,7 @@ if(data.gpiochip !== undefined){
 let data5 = data.gpiochip;
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.label === undefined){
-const err15 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'",schema:schema55.properties.gpiochip.required,parentSchema:schema55.properties.gpiochip,data:data5};
+const err15 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'",schema:schema56.properties.gpiochip.required,parentSchema:schema56.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -8604,7 +8827,7 @@ vErrors.push(err15);
 errors++;
 }
 if(data5.lines === undefined){
-const err16 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "lines"},message:"must have required property '"+"lines"+"'",schema:schema55.properties.gpiochip.required,parentSchema:schema55.properties.gpiochip,data:data5};
+const err16 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/required",keyword:"required",params:{missingProperty: "lines"},message:"must have required property '"+"lines"+"'",schema:schema56.properties.gpiochip.required,parentSchema:schema56.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -8615,7 +8838,7 @@ errors++;
 }
 for(const key1 in data5){
 if(!(((key1 === "label") || (key1 === "lines")) || (key1 === "known_bases"))){
-const err17 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema55.properties.gpiochip,data:data5};
+const err17 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema56.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -8628,7 +8851,7 @@ errors++;
 if(data5.label !== undefined){
 let data6 = data5.label;
 if(typeof data6 !== "string"){
-const err18 = {instancePath:instancePath+"/gpiochip/label",schemaPath:"#/properties/gpiochip/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.gpiochip.properties.label.type,parentSchema:schema55.properties.gpiochip.properties.label,data:data6};
+const err18 = {instancePath:instancePath+"/gpiochip/label",schemaPath:"#/properties/gpiochip/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.gpiochip.properties.label.type,parentSchema:schema56.properties.gpiochip.properties.label,data:data6};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -8641,7 +8864,7 @@ errors++;
 if(data5.lines !== undefined){
 let data7 = data5.lines;
 if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err19 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.gpiochip.properties.lines.type,parentSchema:schema55.properties.gpiochip.properties.lines,data:data7};
+const err19 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.gpiochip.properties.lines.type,parentSchema:schema56.properties.gpiochip.properties.lines,data:data7};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -8652,7 +8875,7 @@ errors++;
 }
 if((typeof data7 == "number") && (isFinite(data7))){
 if(data7 < 0 || isNaN(data7)){
-const err20 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.gpiochip.properties.lines,data:data7};
+const err20 = {instancePath:instancePath+"/gpiochip/lines",schemaPath:"#/properties/gpiochip/properties/lines/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.gpiochip.properties.lines,data:data7};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -8669,7 +8892,7 @@ if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
 for(const key2 in data8){
 let data9 = data8[key2];
 if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
-const err21 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.gpiochip.properties.known_bases.additionalProperties.type,parentSchema:schema55.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
+const err21 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.gpiochip.properties.known_bases.additionalProperties.type,parentSchema:schema56.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -8680,7 +8903,7 @@ errors++;
 }
 if((typeof data9 == "number") && (isFinite(data9))){
 if(data9 < 0 || isNaN(data9)){
-const err22 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
+const err22 = {instancePath:instancePath+"/gpiochip/known_bases/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/gpiochip/properties/known_bases/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.gpiochip.properties.known_bases.additionalProperties,data:data9};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -8693,7 +8916,7 @@ errors++;
 }
 }
 else {
-const err23 = {instancePath:instancePath+"/gpiochip/known_bases",schemaPath:"#/properties/gpiochip/properties/known_bases/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.gpiochip.properties.known_bases.type,parentSchema:schema55.properties.gpiochip.properties.known_bases,data:data8};
+const err23 = {instancePath:instancePath+"/gpiochip/known_bases",schemaPath:"#/properties/gpiochip/properties/known_bases/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.properties.gpiochip.properties.known_bases.type,parentSchema:schema56.properties.gpiochip.properties.known_bases,data:data8};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -8705,7 +8928,7 @@ errors++;
 }
 }
 else {
-const err24 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.gpiochip.type,parentSchema:schema55.properties.gpiochip,data:data5};
+const err24 = {instancePath:instancePath+"/gpiochip",schemaPath:"#/properties/gpiochip/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.properties.gpiochip.type,parentSchema:schema56.properties.gpiochip,data:data5};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -8721,7 +8944,7 @@ if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 for(const key3 in data10){
 let data11 = data10[key3];
 if((!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))) && (typeof data11 !== "string")){
-const err25 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/type",keyword:"type",params:{type: schema55.properties.header.additionalProperties.type},message:"must be integer,string",schema:schema55.properties.header.additionalProperties.type,parentSchema:schema55.properties.header.additionalProperties,data:data11};
+const err25 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/type",keyword:"type",params:{type: schema56.properties.header.additionalProperties.type},message:"must be integer,string",schema:schema56.properties.header.additionalProperties.type,parentSchema:schema56.properties.header.additionalProperties,data:data11};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -8732,7 +8955,7 @@ errors++;
 }
 if((typeof data11 == "number") && (isFinite(data11))){
 if(data11 < 0 || isNaN(data11)){
-const err26 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.header.additionalProperties,data:data11};
+const err26 = {instancePath:instancePath+"/header/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/header/additionalProperties/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.header.additionalProperties,data:data11};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -8745,7 +8968,7 @@ errors++;
 }
 }
 else {
-const err27 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.header.type,parentSchema:schema55.properties.header,data:data10};
+const err27 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.properties.header.type,parentSchema:schema56.properties.header,data:data10};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -8763,7 +8986,7 @@ for(let i1=0; i1<len1; i1++){
 let data13 = data12[i1];
 if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
 if(data13.name === undefined){
-const err28 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
+const err28 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'",schema:schema56.properties.uarts.items.required,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -8773,7 +8996,7 @@ vErrors.push(err28);
 errors++;
 }
 if(data13.device === undefined){
-const err29 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
+const err29 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "device"},message:"must have required property '"+"device"+"'",schema:schema56.properties.uarts.items.required,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -8783,7 +9006,7 @@ vErrors.push(err29);
 errors++;
 }
 if(data13.tx === undefined){
-const err30 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "tx"},message:"must have required property '"+"tx"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
+const err30 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "tx"},message:"must have required property '"+"tx"+"'",schema:schema56.properties.uarts.items.required,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -8793,7 +9016,7 @@ vErrors.push(err30);
 errors++;
 }
 if(data13.rx === undefined){
-const err31 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "rx"},message:"must have required property '"+"rx"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
+const err31 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "rx"},message:"must have required property '"+"rx"+"'",schema:schema56.properties.uarts.items.required,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -8803,7 +9026,7 @@ vErrors.push(err31);
 errors++;
 }
 if(data13.config_txt === undefined){
-const err32 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "config_txt"},message:"must have required property '"+"config_txt"+"'",schema:schema55.properties.uarts.items.required,parentSchema:schema55.properties.uarts.items,data:data13};
+const err32 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/required",keyword:"required",params:{missingProperty: "config_txt"},message:"must have required property '"+"config_txt"+"'",schema:schema56.properties.uarts.items.required,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -8813,8 +9036,8 @@ vErrors.push(err32);
 errors++;
 }
 for(const key4 in data13){
-if(!(func2.call(schema55.properties.uarts.items.properties, key4))){
-const err33 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema55.properties.uarts.items,data:data13};
+if(!(func2.call(schema56.properties.uarts.items.properties, key4))){
+const err33 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -8827,7 +9050,7 @@ errors++;
 if(data13.name !== undefined){
 let data14 = data13.name;
 if(typeof data14 !== "string"){
-const err34 = {instancePath:instancePath+"/uarts/" + i1+"/name",schemaPath:"#/properties/uarts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.name.type,parentSchema:schema55.properties.uarts.items.properties.name,data:data14};
+const err34 = {instancePath:instancePath+"/uarts/" + i1+"/name",schemaPath:"#/properties/uarts/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.uarts.items.properties.name.type,parentSchema:schema56.properties.uarts.items.properties.name,data:data14};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -8840,7 +9063,7 @@ errors++;
 if(data13.device !== undefined){
 let data15 = data13.device;
 if(typeof data15 !== "string"){
-const err35 = {instancePath:instancePath+"/uarts/" + i1+"/device",schemaPath:"#/properties/uarts/items/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.device.type,parentSchema:schema55.properties.uarts.items.properties.device,data:data15};
+const err35 = {instancePath:instancePath+"/uarts/" + i1+"/device",schemaPath:"#/properties/uarts/items/properties/device/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.uarts.items.properties.device.type,parentSchema:schema56.properties.uarts.items.properties.device,data:data15};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -8857,7 +9080,7 @@ const len2 = data16.length;
 for(let i2=0; i2<len2; i2++){
 let data17 = data16[i2];
 if(typeof data17 !== "string"){
-const err36 = {instancePath:instancePath+"/uarts/" + i1+"/aliases/" + i2,schemaPath:"#/properties/uarts/items/properties/aliases/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.aliases.items.type,parentSchema:schema55.properties.uarts.items.properties.aliases.items,data:data17};
+const err36 = {instancePath:instancePath+"/uarts/" + i1+"/aliases/" + i2,schemaPath:"#/properties/uarts/items/properties/aliases/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.uarts.items.properties.aliases.items.type,parentSchema:schema56.properties.uarts.items.properties.aliases.items,data:data17};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -8869,7 +9092,7 @@ errors++;
 }
 }
 else {
-const err37 = {instancePath:instancePath+"/uarts/" + i1+"/aliases",schemaPath:"#/properties/uarts/items/properties/aliases/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.uarts.items.properties.aliases.type,parentSchema:schema55.properties.uarts.items.properties.aliases,data:data16};
+const err37 = {instancePath:instancePath+"/uarts/" + i1+"/aliases",schemaPath:"#/properties/uarts/items/properties/aliases/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.uarts.items.properties.aliases.type,parentSchema:schema56.properties.uarts.items.properties.aliases,data:data16};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -8882,7 +9105,7 @@ errors++;
 if(data13.tx !== undefined){
 let data18 = data13.tx;
 if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
-const err38 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.tx.type,parentSchema:schema55.properties.uarts.items.properties.tx,data:data18};
+const err38 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.uarts.items.properties.tx.type,parentSchema:schema56.properties.uarts.items.properties.tx,data:data18};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -8893,7 +9116,7 @@ errors++;
 }
 if((typeof data18 == "number") && (isFinite(data18))){
 if(data18 < 0 || isNaN(data18)){
-const err39 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.tx,data:data18};
+const err39 = {instancePath:instancePath+"/uarts/" + i1+"/tx",schemaPath:"#/properties/uarts/items/properties/tx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.uarts.items.properties.tx,data:data18};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -8907,7 +9130,7 @@ errors++;
 if(data13.rx !== undefined){
 let data19 = data13.rx;
 if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err40 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.rx.type,parentSchema:schema55.properties.uarts.items.properties.rx,data:data19};
+const err40 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.uarts.items.properties.rx.type,parentSchema:schema56.properties.uarts.items.properties.rx,data:data19};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -8918,7 +9141,7 @@ errors++;
 }
 if((typeof data19 == "number") && (isFinite(data19))){
 if(data19 < 0 || isNaN(data19)){
-const err41 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.rx,data:data19};
+const err41 = {instancePath:instancePath+"/uarts/" + i1+"/rx",schemaPath:"#/properties/uarts/items/properties/rx/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.uarts.items.properties.rx,data:data19};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -8932,7 +9155,7 @@ errors++;
 if(data13.cts !== undefined){
 let data20 = data13.cts;
 if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err42 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.cts.type,parentSchema:schema55.properties.uarts.items.properties.cts,data:data20};
+const err42 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.uarts.items.properties.cts.type,parentSchema:schema56.properties.uarts.items.properties.cts,data:data20};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -8943,7 +9166,7 @@ errors++;
 }
 if((typeof data20 == "number") && (isFinite(data20))){
 if(data20 < 0 || isNaN(data20)){
-const err43 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.cts,data:data20};
+const err43 = {instancePath:instancePath+"/uarts/" + i1+"/cts",schemaPath:"#/properties/uarts/items/properties/cts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.uarts.items.properties.cts,data:data20};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -8957,7 +9180,7 @@ errors++;
 if(data13.rts !== undefined){
 let data21 = data13.rts;
 if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err44 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.uarts.items.properties.rts.type,parentSchema:schema55.properties.uarts.items.properties.rts,data:data21};
+const err44 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.uarts.items.properties.rts.type,parentSchema:schema56.properties.uarts.items.properties.rts,data:data21};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -8968,7 +9191,7 @@ errors++;
 }
 if((typeof data21 == "number") && (isFinite(data21))){
 if(data21 < 0 || isNaN(data21)){
-const err45 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.uarts.items.properties.rts,data:data21};
+const err45 = {instancePath:instancePath+"/uarts/" + i1+"/rts",schemaPath:"#/properties/uarts/items/properties/rts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.uarts.items.properties.rts,data:data21};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -8986,7 +9209,7 @@ const len3 = data22.length;
 for(let i3=0; i3<len3; i3++){
 let data23 = data22[i3];
 if(typeof data23 !== "string"){
-const err46 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt/" + i3,schemaPath:"#/properties/uarts/items/properties/config_txt/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.config_txt.items.type,parentSchema:schema55.properties.uarts.items.properties.config_txt.items,data:data23};
+const err46 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt/" + i3,schemaPath:"#/properties/uarts/items/properties/config_txt/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.uarts.items.properties.config_txt.items.type,parentSchema:schema56.properties.uarts.items.properties.config_txt.items,data:data23};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -8998,7 +9221,7 @@ errors++;
 }
 }
 else {
-const err47 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt",schemaPath:"#/properties/uarts/items/properties/config_txt/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.uarts.items.properties.config_txt.type,parentSchema:schema55.properties.uarts.items.properties.config_txt,data:data22};
+const err47 = {instancePath:instancePath+"/uarts/" + i1+"/config_txt",schemaPath:"#/properties/uarts/items/properties/config_txt/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.uarts.items.properties.config_txt.type,parentSchema:schema56.properties.uarts.items.properties.config_txt,data:data22};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -9011,7 +9234,7 @@ errors++;
 if(data13.notes !== undefined){
 let data24 = data13.notes;
 if(typeof data24 !== "string"){
-const err48 = {instancePath:instancePath+"/uarts/" + i1+"/notes",schemaPath:"#/properties/uarts/items/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.uarts.items.properties.notes.type,parentSchema:schema55.properties.uarts.items.properties.notes,data:data24};
+const err48 = {instancePath:instancePath+"/uarts/" + i1+"/notes",schemaPath:"#/properties/uarts/items/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.uarts.items.properties.notes.type,parentSchema:schema56.properties.uarts.items.properties.notes,data:data24};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -9023,7 +9246,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.uarts.items.type,parentSchema:schema55.properties.uarts.items,data:data13};
+const err49 = {instancePath:instancePath+"/uarts/" + i1,schemaPath:"#/properties/uarts/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.properties.uarts.items.type,parentSchema:schema56.properties.uarts.items,data:data13};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -9035,7 +9258,7 @@ errors++;
 }
 }
 else {
-const err50 = {instancePath:instancePath+"/uarts",schemaPath:"#/properties/uarts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.uarts.type,parentSchema:schema55.properties.uarts,data:data12};
+const err50 = {instancePath:instancePath+"/uarts",schemaPath:"#/properties/uarts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.uarts.type,parentSchema:schema56.properties.uarts,data:data12};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -9053,7 +9276,7 @@ for(let i4=0; i4<len4; i4++){
 let data26 = data25[i4];
 if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
 if(data26.pins === undefined){
-const err51 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "pins"},message:"must have required property '"+"pins"+"'",schema:schema55.properties.reserved.items.required,parentSchema:schema55.properties.reserved.items,data:data26};
+const err51 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "pins"},message:"must have required property '"+"pins"+"'",schema:schema56.properties.reserved.items.required,parentSchema:schema56.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -9063,7 +9286,7 @@ vErrors.push(err51);
 errors++;
 }
 if(data26.reason === undefined){
-const err52 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema55.properties.reserved.items.required,parentSchema:schema55.properties.reserved.items,data:data26};
+const err52 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema56.properties.reserved.items.required,parentSchema:schema56.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -9074,7 +9297,7 @@ errors++;
 }
 for(const key5 in data26){
 if(!((key5 === "pins") || (key5 === "reason"))){
-const err53 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema55.properties.reserved.items,data:data26};
+const err53 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema56.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -9091,7 +9314,7 @@ const len5 = data27.length;
 for(let i5=0; i5<len5; i5++){
 let data28 = data27[i5];
 if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err54 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema55.properties.reserved.items.properties.pins.items.type,parentSchema:schema55.properties.reserved.items.properties.pins.items,data:data28};
+const err54 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema56.properties.reserved.items.properties.pins.items.type,parentSchema:schema56.properties.reserved.items.properties.pins.items,data:data28};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -9102,7 +9325,7 @@ errors++;
 }
 if((typeof data28 == "number") && (isFinite(data28))){
 if(data28 < 0 || isNaN(data28)){
-const err55 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema55.properties.reserved.items.properties.pins.items,data:data28};
+const err55 = {instancePath:instancePath+"/reserved/" + i4+"/pins/" + i5,schemaPath:"#/properties/reserved/items/properties/pins/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema56.properties.reserved.items.properties.pins.items,data:data28};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -9115,7 +9338,7 @@ errors++;
 }
 }
 else {
-const err56 = {instancePath:instancePath+"/reserved/" + i4+"/pins",schemaPath:"#/properties/reserved/items/properties/pins/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.reserved.items.properties.pins.type,parentSchema:schema55.properties.reserved.items.properties.pins,data:data27};
+const err56 = {instancePath:instancePath+"/reserved/" + i4+"/pins",schemaPath:"#/properties/reserved/items/properties/pins/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.reserved.items.properties.pins.type,parentSchema:schema56.properties.reserved.items.properties.pins,data:data27};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -9128,7 +9351,7 @@ errors++;
 if(data26.reason !== undefined){
 let data29 = data26.reason;
 if(typeof data29 !== "string"){
-const err57 = {instancePath:instancePath+"/reserved/" + i4+"/reason",schemaPath:"#/properties/reserved/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.reserved.items.properties.reason.type,parentSchema:schema55.properties.reserved.items.properties.reason,data:data29};
+const err57 = {instancePath:instancePath+"/reserved/" + i4+"/reason",schemaPath:"#/properties/reserved/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.reserved.items.properties.reason.type,parentSchema:schema56.properties.reserved.items.properties.reason,data:data29};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -9140,7 +9363,7 @@ errors++;
 }
 }
 else {
-const err58 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.properties.reserved.items.type,parentSchema:schema55.properties.reserved.items,data:data26};
+const err58 = {instancePath:instancePath+"/reserved/" + i4,schemaPath:"#/properties/reserved/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.properties.reserved.items.type,parentSchema:schema56.properties.reserved.items,data:data26};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -9152,7 +9375,7 @@ errors++;
 }
 }
 else {
-const err59 = {instancePath:instancePath+"/reserved",schemaPath:"#/properties/reserved/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.reserved.type,parentSchema:schema55.properties.reserved,data:data25};
+const err59 = {instancePath:instancePath+"/reserved",schemaPath:"#/properties/reserved/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.reserved.type,parentSchema:schema56.properties.reserved,data:data25};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -9169,7 +9392,7 @@ const len6 = data30.length;
 for(let i6=0; i6<len6; i6++){
 let data31 = data30[i6];
 if(typeof data31 !== "string"){
-const err60 = {instancePath:instancePath+"/notes/" + i6,schemaPath:"#/properties/notes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema55.properties.notes.items.type,parentSchema:schema55.properties.notes.items,data:data31};
+const err60 = {instancePath:instancePath+"/notes/" + i6,schemaPath:"#/properties/notes/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema56.properties.notes.items.type,parentSchema:schema56.properties.notes.items,data:data31};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -9181,7 +9404,7 @@ errors++;
 }
 }
 else {
-const err61 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema55.properties.notes.type,parentSchema:schema55.properties.notes,data:data30};
+const err61 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema56.properties.notes.type,parentSchema:schema56.properties.notes,data:data30};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -9193,7 +9416,7 @@ errors++;
 }
 }
 else {
-const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema55.type,parentSchema:schema55,data};
+const err62 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.type,parentSchema:schema56,data};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -9207,54 +9430,9 @@ return errors === 0;
 }
 
 export const condition0 = validate32;
-const schema56 = {"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]};
+const schema57 = {"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema56.required,parentSchema:schema56,data};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.driver !== undefined){
-let data0 = data.driver;
-if("simulator" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "simulator"},message:"must be equal to constant",schema:"simulator",parentSchema:schema56.properties.driver,data:data0};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema56.type,parentSchema:schema56,data};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate32.errors = vErrors;
-return errors === 0;
-}
-
-export const condition1 = validate33;
-const schema57 = {"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]};
-
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9270,8 +9448,8 @@ errors++;
 }
 if(data.driver !== undefined){
 let data0 = data.driver;
-if("modbus-rtu" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-rtu"},message:"must be equal to constant",schema:"modbus-rtu",parentSchema:schema57.properties.driver,data:data0};
+if("simulator" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "simulator"},message:"must be equal to constant",schema:"simulator",parentSchema:schema57.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9292,14 +9470,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const condition2 = validate34;
-const schema58 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
+export const condition1 = validate33;
+const schema58 = {"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9315,8 +9493,8 @@ errors++;
 }
 if(data.driver !== undefined){
 let data0 = data.driver;
-if("modbus-tcp" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema58.properties.driver,data:data0};
+if("modbus-rtu" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-rtu"},message:"must be equal to constant",schema:"modbus-rtu",parentSchema:schema58.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9337,14 +9515,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const condition3 = validate35;
-const schema59 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
+export const condition2 = validate34;
+const schema59 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9360,8 +9538,8 @@ errors++;
 }
 if(data.driver !== undefined){
 let data0 = data.driver;
-if("gpio" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema59.properties.driver,data:data0};
+if("modbus-tcp" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema59.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9382,19 +9560,19 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const condition4 = validate36;
-const schema60 = {"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]};
+export const condition3 = validate35;
+const schema60 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.transport === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema60.required,parentSchema:schema60,data};
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema60.required,parentSchema:schema60,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9403,10 +9581,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.transport !== undefined){
-let data0 = data.transport;
-if("tcp" !== data0){
-const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "tcp"},message:"must be equal to constant",schema:"tcp",parentSchema:schema60.properties.transport,data:data0};
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("gpio" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema60.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9427,19 +9605,19 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const condition5 = validate37;
-const schema61 = {"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]};
+export const condition4 = validate36;
+const schema61 = {"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.transport === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema61.required,parentSchema:schema61,data};
+if(data.rate_of === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "rate_of"},message:"must have required property '"+"rate_of"+"'",schema:schema61.required,parentSchema:schema61,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9448,10 +9626,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.transport !== undefined){
-let data0 = data.transport;
-if("rtu" !== data0){
-const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "rtu"},message:"must be equal to constant",schema:"rtu",parentSchema:schema61.properties.transport,data:data0};
+if(data.rate_of !== undefined){
+let data0 = data.rate_of;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/rate_of",schemaPath:"#/properties/rate_of/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema61.properties.rate_of.type,parentSchema:schema61.properties.rate_of,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9472,19 +9650,19 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const condition6 = validate38;
-const schema62 = {"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]};
+export const condition5 = validate37;
+const schema62 = {"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.persona === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "persona"},message:"must have required property '"+"persona"+"'",schema:schema62.required,parentSchema:schema62,data};
+if(data.transport === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema62.required,parentSchema:schema62,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9493,10 +9671,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.persona !== undefined){
-let data0 = data.persona;
-if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema62.properties.persona.type,parentSchema:schema62.properties.persona,data:data0};
+if(data.transport !== undefined){
+let data0 = data.transport;
+if("tcp" !== data0){
+const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "tcp"},message:"must be equal to constant",schema:"tcp",parentSchema:schema62.properties.transport,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9517,19 +9695,19 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const condition7 = validate39;
-const schema63 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
+export const condition6 = validate38;
+const schema63 = {"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]};
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema63.required,parentSchema:schema63,data};
+if(data.transport === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema63.required,parentSchema:schema63,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9538,10 +9716,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("constant" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema63.properties.fn,data:data0};
+if(data.transport !== undefined){
+let data0 = data.transport;
+if("rtu" !== data0){
+const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "rtu"},message:"must be equal to constant",schema:"rtu",parentSchema:schema63.properties.transport,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9562,19 +9740,19 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const condition8 = validate40;
-const schema64 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
+export const condition7 = validate39;
+const schema64 = {"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema64.required,parentSchema:schema64,data};
+if(data.persona === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "persona"},message:"must have required property '"+"persona"+"'",schema:schema64.required,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9583,10 +9761,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("sine" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema64.properties.fn,data:data0};
+if(data.persona !== undefined){
+let data0 = data.persona;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema64.properties.persona.type,parentSchema:schema64.properties.persona,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9607,14 +9785,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const condition9 = validate41;
-const schema65 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+export const condition8 = validate40;
+const schema65 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9630,8 +9808,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("random_walk" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema65.properties.fn,data:data0};
+if("constant" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema65.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9652,14 +9830,14 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const condition10 = validate42;
-const schema66 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+export const condition9 = validate41;
+const schema66 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9675,8 +9853,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("counter" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema66.properties.fn,data:data0};
+if("sine" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema66.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9697,7 +9875,97 @@ vErrors.push(err2);
 }
 errors++;
 }
+validate41.errors = vErrors;
+return errors === 0;
+}
+
+export const condition10 = validate42;
+const schema67 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema67.required,parentSchema:schema67,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("random_walk" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema67.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema67.type,parentSchema:schema67,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
 validate42.errors = vErrors;
+return errors === 0;
+}
+
+export const condition11 = validate43;
+const schema68 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema68.required,parentSchema:schema68,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("counter" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema68.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema68.type,parentSchema:schema68,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate43.errors = vErrors;
 return errors === 0;
 }
 
@@ -9706,11 +9974,12 @@ export const conditions = {
   "/definitions/bus/allOf/1/if": condition1,
   "/definitions/bus/allOf/2/if": condition2,
   "/definitions/bus/allOf/3/if": condition3,
-  "/definitions/server/allOf/0/if": condition4,
-  "/definitions/server/allOf/1/if": condition5,
-  "/definitions/server_unit/allOf/0/if": condition6,
-  "/definitions/sim_point/allOf/0/if": condition7,
-  "/definitions/sim_point/allOf/1/if": condition8,
-  "/definitions/sim_point/allOf/2/if": condition9,
-  "/definitions/sim_point/allOf/3/if": condition10,
+  "/definitions/gpio_point/if": condition4,
+  "/definitions/server/allOf/0/if": condition5,
+  "/definitions/server/allOf/1/if": condition6,
+  "/definitions/server_unit/allOf/0/if": condition7,
+  "/definitions/sim_point/allOf/0/if": condition8,
+  "/definitions/sim_point/allOf/1/if": condition9,
+  "/definitions/sim_point/allOf/2/if": condition10,
+  "/definitions/sim_point/allOf/3/if": condition11,
 };

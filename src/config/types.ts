@@ -25,14 +25,26 @@ export interface ModbusPointBlock {
 }
 
 export interface GpioPointBlock {
-  /** BCM number (header pin names like "P1-11" are mapped on load by the gpio driver). */
-  pin: number | string;
-  direction: 'in' | 'out';
+  /** BCM number (header pin names like "P1-11" are mapped on load by the gpio driver). Absent on a `rate_of` point. */
+  pin?: number | string;
+  direction?: 'in' | 'out';
   edge?: 'none' | 'rising' | 'falling' | 'both';
   active_low?: boolean;
   /** ms */
   debounce?: number;
   initial?: 0 | 1;
+  /** Counts pulses on the input: the point is the total (pulses / pulses_per_unit). */
+  counter?: GpioCounterBlock;
+  /** The point is the rate of the named counter point of the same model; it has no line of its own. */
+  rate_of?: string;
+}
+
+export interface GpioCounterBlock {
+  pulses_per_unit: number;
+  /** Time base of the rate points: units of the total per hour, minute or second. */
+  rate_per: 'h' | 'min' | 's';
+  /** ms without a pulse after which the rate is 0. */
+  rate_timeout: number;
 }
 
 export type SimPointBlock =

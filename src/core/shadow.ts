@@ -10,7 +10,7 @@ import { checkValue } from './point-value.js';
 import type { PointChange } from './events.js';
 import { deviceRecord, pointRecord, toDevice, toDevicePoint, valueAt, writeValueAt, type DeviceRecord, type PointRecord } from './records.js';
 import { INITIALIZING, MAX_FAILURES, FAILURE_WINDOW_MS, MAYBE_OFFLINE, OFFLINE, ONLINE, ShadowBase } from './shadow-base.js';
-import { HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE, UNAVAILABLE } from './table.js';
+import { HAS_VALUE, HAS_WRITE, KEEP_VALUE, REPORT_ALWAYS, STATES, STATE_CODE, STR_VALUE, STR_WRITE, UNAVAILABLE } from './table.js';
 import type { AddDeviceOptions, Device, DevicePoint, DeviceState, SetOptions, Value } from './types.js';
 
 export { FAILURE_WINDOW_MS, MAX_FAILURES, isOnlineState, type ShadowOptions, type ShadowStats } from './shadow-base.js';
@@ -36,7 +36,7 @@ export class Shadow extends ShadowBase {
     this.table.devTtl[d] = ttlMs;
     for (const p of points) {
       if (slot.points.has(p.name)) continue;
-      slot.points.set(p.name, this.table.allocPoint(p.report === 'always' ? REPORT_ALWAYS : 0));
+      slot.points.set(p.name, this.table.allocPoint((p.report === 'always' ? REPORT_ALWAYS : 0) | (p.keep ? KEEP_VALUE : 0)));
       slot.names.push(p.name);
     }
     this.index.set(id, d);

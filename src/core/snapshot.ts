@@ -5,7 +5,7 @@
  * structureSeq so the store can reuse its encoding.
  */
 import type { Shadow } from './shadow.js';
-import { HAS_VALUE, HAS_WRITE, REPORT_ALWAYS, STATE_CODE, STR_VALUE, STR_WRITE } from './table.js';
+import { HAS_VALUE, HAS_WRITE, KEEP_VALUE, REPORT_ALWAYS, STATE_CODE, STR_VALUE, STR_WRITE } from './table.js';
 
 export const SNAPSHOT_FORMAT = 1;
 
@@ -133,22 +133,25 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
       }
       const at = base + j;
       const saved = snap.pts.flags[at]!;
-      // Report mode comes from today's config, not from the file.
-      let flags = (t.ptFlags[p]! & REPORT_ALWAYS) | (saved & (HAS_WRITE | STR_WRITE));
+      // Report mode and keep come from today's config, not from the file.
+      const config = t.ptFlags[p]! & (REPORT_ALWAYS | KEEP_VALUE);
+      let flags = config | (saved & (HAS_WRITE | STR_WRITE));
       t.ptWriteNum[p] = snap.pts.writeNum[at]!;
       t.ptWriteAt[p] = snap.pts.writeAt[at]!;
       t.ptWriteStr[p] = strWrites.get(at);
       const savedAt = snap.pts.updatedAt[at]!;
       const untrusted = !trusted || savedAt > now;
-      // Past its TTL (by a trusted age): dropped. Of unknown age: kept, shown, but not served as fresh.
-      const keep = (saved & HAS_VALUE) !== 0 && (untrusted || now - savedAt <= ttl);
+      const expired = !untrusted && now - savedAt > ttl;
+      // Past its TTL (by a trusted age): dropped, except a kept total (a pulse counter's count must go on after
+      // a long power cut). Of unknown age or expired but kept: shown, not served as fresh.
+      const keep = (saved & HAS_VALUE) !== 0 && (!expired || (config & KEEP_VALUE) !== 0);
       if ((saved & HAS_VALUE) !== 0 && !keep) report.expiredValues++;
       if (keep) {
         flags |= saved & (HAS_VALUE | STR_VALUE);
         t.ptNum[p] = snap.pts.num[at]!;
         t.ptStr[p] = strValues.get(at);
         t.ptUpdatedAt[p] = savedAt;
-        t.ptSeenMono[p] = seenMono(savedAt);
+        t.ptSeenMono[p] = expired ? -Infinity : seenMono(savedAt);
       } else {
         t.ptNum[p] = 0;
         t.ptStr[p] = undefined;

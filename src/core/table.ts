@@ -18,6 +18,8 @@ export const STR_WRITE = 8;
 export const REPORT_ALWAYS = 16;
 /** The device answered with its own "not available" marker: no value, a reason in ptReason. */
 export const UNAVAILABLE = 32;
+/** A running total (a pulse counter): restore keeps its value whatever its age (from config, like REPORT_ALWAYS). */
+export const KEEP_VALUE = 64;
 
 /** Per-device data that is not numeric: identity and the point index. */
 export interface DeviceSlot {

@@ -42,6 +42,11 @@ export interface PointSpec {
   name: string;
   /** `always`: every update raises dataChange; `change` (default): only a changed value does. */
   report?: 'change' | 'always';
+  /**
+   * A running total only this gateway keeps (a GPIO pulse counter): restore keeps its value past the device
+   * TTL (shown with its saved time, not served as fresh), so the count goes on after a long power cut.
+   */
+  keep?: boolean;
 }
 
 export interface AddDeviceOptions {

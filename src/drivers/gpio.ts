@@ -9,6 +9,7 @@ import { GatewayError, invalidValue, pointReadonly, unknownDevice, unknownPoint 
 import type { Driver, DriverContext, DriverFactory, PointWrite, RawValue } from './types.js';
 import { loadBoards, resolveBoard, type BoardDefinition } from './gpio/board.js';
 import { resolveChipMapping, type ChipMapping } from './gpio/chip.js';
+import { CounterPoint } from './gpio/counter-point.js';
 import { DebouncedInput } from './gpio/input.js';
 import { createOnoffPort } from './gpio/onoff-port.js';
 import { planLines, type LineSpec } from './gpio/plan.js';
@@ -20,6 +21,8 @@ export { resolveConfigBoard, type BoardDefinition } from './gpio/board.js';
 
 /** How often an input without interrupts is sampled (its changes still go through the debounce). */
 export const FALLBACK_SAMPLE_MS = 50;
+/** The same for a pulse counter: an S0 pulse is 30 ms or longer, so sampling must be well inside that. */
+export const COUNTER_SAMPLE_MS = 10;
 
 /** What tests and other backends can replace; production uses the defaults. */
 export interface GpioDriverDeps {
@@ -37,6 +40,7 @@ interface LineState {
   spec: LineSpec;
   line?: GpioLine;
   input?: DebouncedInput;
+  counter?: CounterPoint;
   /** Why the line could not be claimed. */
   error?: string;
 }
@@ -53,6 +57,9 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
   const byDevice = new Map<string, Map<string, LineState>>(devices.map((d) => [d.config.id, new Map()]));
   const intervals: TimerHandle[] = [];
   const sampled: LineState[] = [];
+  const sampledCounters: LineState[] = [];
+  /** Rate point → the counter point it derives from, per device. */
+  const rateOf = new Map<string, Map<string, string>>();
   let backend = 'none';
   let chipText = '';
   let running = false;
@@ -78,10 +85,13 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       line.write(physicalInitial);
       return;
     }
+    const counter = spec.counter ? startCounter(spec) : undefined;
+    state.counter = counter;
     const input = new DebouncedInput({
       edge: spec.edge, activeLow: spec.activeLow, debounceMs: spec.debounceMs, timers,
       read: () => line.read(),
-      report: (value) => {
+      // A counter's pulses are reported with its total at the next poll (one update per poll, not per pulse).
+      report: counter ? () => counter.pulse() : (value) => {
         if (running) ctx.sink.data(spec.deviceId, { [spec.point]: value });
       },
       onError: (e) => ctx.sink.failure(spec.deviceId, e),
@@ -92,16 +102,36 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     try {
       line.watch((level) => input.edge(level));
     } catch (e) {
+      const every = counter ? COUNTER_SAMPLE_MS : FALLBACK_SAMPLE_MS;
       log.warn({ device: spec.deviceId, point: spec.point, pin: spec.bcm, err: (e as Error).message },
-        `edge interrupts unavailable for ${spec.deviceId}.${spec.point}; polling it every ${FALLBACK_SAMPLE_MS}ms instead`);
-      sampled.push(state);
+        `edge interrupts unavailable for ${spec.deviceId}.${spec.point}; polling it every ${every}ms instead`);
+      (counter ? sampledCounters : sampled).push(state);
     }
+  }
+
+  function startCounter(spec: LineSpec): CounterPoint {
+    const point = devices.find((d) => d.config.id === spec.deviceId)?.points.get(spec.point);
+    const counter = new CounterPoint(spec, point, ctx.lastValue(spec.deviceId, spec.point), ctx.clock);
+    if (counter.continuedFrom !== undefined) {
+      log.info({ device: spec.deviceId, point: spec.point, total: counter.continuedFrom }, 'pulse counter continues from the persisted total');
+    }
+    return counter;
+  }
+
+  function reportTotals(deviceId: string, states: Iterable<LineState>): void {
+    const values: Record<string, RawValue> = {};
+    for (const state of states) if (state.counter && state.line) values[state.spec.point] = state.counter.total();
+    if (Object.keys(values).length > 0) ctx.sink.data(deviceId, values);
   }
 
   function pollGroup(deviceId: string, states: readonly LineState[]): void {
     const values: Record<string, RawValue> = {};
     let error: Error | undefined;
     for (const state of states) {
+      if (state.counter) {
+        if (state.line) state.counter.collect(values);
+        continue;
+      }
       // A point waiting out its debounce is reported by the edge; a mid-bounce sample would be noise.
       if (!state.line || state.input?.settling) continue;
       try {
@@ -130,21 +160,27 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
         for (const state of sampled) state.input?.sample();
       }, FALLBACK_SAMPLE_MS));
     }
+    if (sampledCounters.length > 0) {
+      intervals.push(timers.setInterval(() => {
+        for (const state of sampledCounters) state.input?.sample();
+      }, COUNTER_SAMPLE_MS));
+    }
   }
 
   function lineFor(deviceId: string, point: string): LineState {
     const states = byDevice.get(deviceId);
     if (!states) throw unknownDevice();
-    const state = states.get(point);
+    const state = states.get(rateOf.get(deviceId)?.get(point) ?? point);
     if (!state) throw unknownPoint(point);
     if (!state.line) throw driverError(`GPIO line of point ${point} is not available: ${state.error ?? 'driver not started'}`);
     return state;
   }
 
   /** Validated whole before any line moves: a bad entry means nothing is written (also the pre-flight check). */
-  function plan(deviceId: string, values: readonly PointWrite[]): { state: LineState; level: Level }[] {
+  function plan(deviceId: string, values: readonly PointWrite[]): ({ state: LineState; level: Level } | { state: LineState; total: number })[] {
     return values.map(({ name, value }) => {
       const state = lineFor(deviceId, name);
+      if (state.counter) return { state, total: state.counter.check(name, value) };
       if (state.spec.direction !== 'out' || state.spec.access === 'R') throw pointReadonly();
       const logical = value === true ? 1 : value === false ? 0 : value;
       if (logical !== 0 && logical !== 1) throw invalidValue(`value ${JSON.stringify(value)} is not 0 or 1 for point ${name}`);
@@ -173,6 +209,10 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       const { lines, problems } = planLines(devices, board);
       for (const p of problems) fail(p.deviceId, `point ${p.point} ${p.key}: ${p.message}`);
       for (const spec of lines) {
+        for (const name of spec.counter?.ratePoints ?? []) {
+          const rates = rateOf.get(spec.deviceId) ?? new Map<string, string>();
+          rateOf.set(spec.deviceId, rates.set(name, spec.point));
+        }
         const state: LineState = { spec };
         byDevice.get(spec.deviceId)?.set(spec.point, state);
         try {
@@ -189,9 +229,13 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     },
 
     async stop(): Promise<void> {
+      // Pulses since the last poll are reported once more: the shadow saved at a clean stop then holds them.
+      if (running) for (const [deviceId, states] of byDevice) reportTotals(deviceId, states.values());
       running = false;
       for (const handle of intervals.splice(0)) timers.clearInterval(handle);
       sampled.length = 0;
+      sampledCounters.length = 0;
+      rateOf.clear();
       for (const states of byDevice.values()) {
         for (const state of states.values()) {
           state.input?.stop();
@@ -205,8 +249,9 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     async read(deviceId: string, points: readonly string[]): Promise<Record<string, RawValue>> {
       const values: Record<string, RawValue> = {};
       for (const point of points) {
-        const { line, spec } = lineFor(deviceId, point);
-        values[point] = toLogical(line!.read(), spec.activeLow);
+        const { line, spec, counter } = lineFor(deviceId, point);
+        const value = counter ? counter.read(point) : toLogical(line!.read(), spec.activeLow);
+        if (value !== undefined) values[point] = value;
       }
       return values;
     },
@@ -216,7 +261,10 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     },
 
     async write(deviceId: string, values: readonly PointWrite[]): Promise<void> {
-      for (const { state, level } of plan(deviceId, values)) state.line!.write(level);
+      for (const step of plan(deviceId, values)) {
+        if ('total' in step) step.state.counter!.set(step.total);
+        else step.state.line!.write(step.level);
+      }
     },
 
     stats(): Record<string, unknown> {
@@ -225,7 +273,7 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       for (const states of byDevice.values()) {
         for (const s of states.values()) s.line ? open++ : failed++;
       }
-      return { backend, chip: chipText, lines: open, failed, polled_fallback: sampled.length };
+      return { backend, chip: chipText, lines: open, failed, polled_fallback: sampled.length + sampledCounters.length };
     },
   };
 }

@@ -175,7 +175,7 @@ export class BusesPart implements Part<GatewayConfig> {
 
   private addToShadow(d: ResolvedDevice): void {
     this.opts.shadow.AddDevice(d.config.id, d.model.name ?? d.config.model, d.ttl, {
-      points: d.model.points.map((p) => ({ name: p.name, report: p.report })),
+      points: d.model.points.map((p) => ({ name: p.name, report: p.report, keep: p.gpio?.counter !== undefined })),
     });
   }
 

@@ -4,6 +4,7 @@
  * and model from the library, the gateway's version, the console's address).
  */
 import { networkInterfaces, hostname } from 'node:os';
+import { isGpioLevel } from '../config/on-off.js';
 import type { ResolvedDevice } from '../config/types.js';
 import type { PointInfo } from '../export/context.js';
 import type { DiscoveryDevice } from '../export/homeassistant.js';
@@ -13,7 +14,7 @@ export function haPointInfo(device: Pick<ResolvedDevice, 'model'> & { config?: P
   return (device?.model.points ?? []).map((p) => ({
     // A guarded point (a line setting) is read-only until the device unlocks it: no write control in HA.
     name: p.name, type: p.type, access: p.guarded && !unlocked.has(p.name) ? 'R' as const : p.access, ...(p.unit === undefined ? {} : { unit: p.unit }),
-    binary: p.gpio !== undefined || p.modbus?.data_type === 'bool' || p.modbus?.table === 'coil' || p.modbus?.table === 'discrete',
+    binary: isGpioLevel(p) || p.modbus?.data_type === 'bool' || p.modbus?.table === 'coil' || p.modbus?.table === 'discrete',
     ...(p.modbus?.data_type ? { dataType: p.modbus.data_type } : {}),
     ...(p.scale !== undefined && p.scale !== 1 ? { scale: p.scale } : {}),
     ...(p.offset ? { offset: p.offset } : {}),

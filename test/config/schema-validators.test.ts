@@ -41,6 +41,7 @@ test('the unit walk evaluates every if of schema.json and follows every x-unit',
   const { conditions, problems } = analyseSchema(schema);
   assert.equal(problems, []);
   assert.equal(conditions, [0, 1, 2, 3].map((i) => `/definitions/bus/allOf/${i}/if`)
+    .concat(['/definitions/gpio_point/if'])
     .concat([0, 1].map((i) => `/definitions/server/allOf/${i}/if`), ['/definitions/server_unit/allOf/0/if'])
     .concat([0, 1, 2, 3].map((i) => `/definitions/sim_point/allOf/${i}/if`)));
 });

@@ -7,6 +7,7 @@
  * its ttl) is exception 0x0B, an address the map does not have 0x02; coils are written through the
  * gateway's write pipeline (FC 5 and 15), registers are read-only here (0x01).
  */
+import { isGpioLevel } from '../../config/on-off.js';
 import type { ModelConfig, PointConfig } from '../../config/types.js';
 import type { DeviceIO } from '../../core/io.js';
 import type { Value } from '../../core/types.js';
@@ -38,7 +39,7 @@ export function generateMap(model: ModelConfig): MapEntry[] {
   };
   for (const p of model.points) {
     if (p.access === 'W' || p.type === 'string') continue;
-    if (p.gpio) add(p, p.access === 'RW' ? 'coil' : 'discrete', 'bit');
+    if (isGpioLevel(p)) add(p, p.access === 'RW' ? 'coil' : 'discrete', 'bit');
     else add(p, p.access === 'RW' ? 'holding' : 'input', p.type === 'int' ? 'int32' : 'float32');
   }
   return out;
