@@ -11,6 +11,7 @@
 import { connect, type Socket } from 'node:net';
 import { decodeAnswer, encodeRequest } from '../../protocol/modbus/client-pdu.js';
 import { encodeMbap, MbapParser, type MbapFrame } from '../../protocol/modbus/mbap.js';
+import { TransactionIds } from '../../protocol/modbus/transaction-ids.js';
 import { WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
 
 /** Timed-out ids still waiting for their answer; at this many the connection is renewed to free them all. */
@@ -42,8 +43,7 @@ export class TcpTransport implements ModbusTransport {
   private parser = new MbapParser();
   private lost = false;
   private lostHandler: (reason: string) => void = () => {};
-  private lastTid = 0;
-  private readonly unanswered = new Set<number>();
+  private readonly ids = new TransactionIds();
   private outstanding: Outstanding | null = null;
   private stray = 0;
 
@@ -70,7 +70,7 @@ export class TcpTransport implements ModbusTransport {
     });
     socket.setNoDelay(true);
     this.parser = new MbapParser();
-    this.unanswered.clear(); // no answer sent on the old connection can come on this one
+    this.ids.renew(); // no answer sent on the old connection can come on this one
     this.lost = false;
     this.socket = socket;
     socket.on('data', (chunk: Buffer) => this.onData(socket, chunk));
@@ -108,14 +108,14 @@ export class TcpTransport implements ModbusTransport {
     if (!socket || !this.isOpen()) return Promise.reject(new Error(`${this.label} is not open`));
     // The bus owner sends one request at a time; a second one here would be a bug above, not a device fault.
     if (this.outstanding) return Promise.reject(new Error(`${this.label}: a request is still outstanding`));
-    const tid = this.nextTid();
+    const tid = this.ids.next();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.outstanding?.tid !== tid) return;
         this.outstanding = null;
-        this.unanswered.add(tid);
+        this.ids.timedOut(tid);
         reject(new WireTimeout(timeoutMs));
-        if (this.unanswered.size >= MAX_UNANSWERED) {
+        if (this.ids.pending >= MAX_UNANSWERED) {
           this.markLost(socket, `${MAX_UNANSWERED} answers never came; a new connection frees their transaction ids`);
           socket.destroy();
         }
@@ -145,12 +145,6 @@ export class TcpTransport implements ModbusTransport {
     return undefined;
   }
 
-  private nextTid(): number {
-    do this.lastTid = this.lastTid >= 0xffff ? 1 : this.lastTid + 1;
-    while (this.unanswered.has(this.lastTid));
-    return this.lastTid;
-  }
-
   private onData(socket: Socket, chunk: Buffer): void {
     if (socket !== this.socket) return;
     const { frames, error } = this.parser.push(chunk);
@@ -165,7 +159,7 @@ export class TcpTransport implements ModbusTransport {
   private onFrame(frame: MbapFrame): void {
     const o = this.outstanding;
     if (!o || frame.tid !== o.tid) {
-      this.unanswered.delete(frame.tid); // its late answer came: the id may be used again
+      this.ids.lateAnswer(frame.tid); // its id may be used again
       this.stray++;
       return;
     }
