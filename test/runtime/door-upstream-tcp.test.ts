@@ -105,6 +105,8 @@ test('4 clients x 8 pipelined requests with the same transaction ids and a late 
   assert.ok(late.tid !== late.outstanding, 'it carried its own id, not the outstanding request\'s');
   assert.is(slave.seen.length - seenBefore, 17, 'each miss went to the device once, the held one twice');
   assert.is((busFigures().strayAnswers ?? 0) - strayBefore, 1, 'the late reply was dropped and counted');
+  const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+  assert.match(metrics, /^shadowgate_bus_stray_answers_total\{bus="plc"\} 1$/m);
 });
 
 test('a reply later by 256 requests (modbus-serial\'s id space) is dropped, not taken for the request with the id that came round', async () => {
