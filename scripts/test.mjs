@@ -21,10 +21,14 @@ const dir = process.env.TEST_DIR ?? 'test';
 const UNIT_SET = ['core', 'protocol', 'config', 'util', 'api'];
 const UNIT_PATTERN = `^(${UNIT_SET.join('|')})/.*\\.test\\.ts$`;
 
-/** uvu over `testDir` with `node`, its output streamed (or kept); resolves with the output and the exit status. */
-function uvu(node, testDir, testPattern, stream = true) {
+/**
+ * uvu over `testDir` with `node`, its output streamed (or kept); resolves with the output and the exit status.
+ * The long checks run only as such (`long`): a TEST_PATTERN that happens to match one does not run it twice.
+ */
+function uvu(node, testDir, testPattern, { stream = true, long = false } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(node, ['--import', 'tsx', 'node_modules/uvu/bin.js', testDir, testPattern, '--no-color', ...process.argv.slice(2)],
+    const ignore = long ? [] : ['--ignore', '\\.long\\.ts$'];
+    const child = spawn(node, ['--import', 'tsx', 'node_modules/uvu/bin.js', testDir, testPattern, '--no-color', ...ignore, ...process.argv.slice(2)],
       { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk) => {
@@ -97,7 +101,7 @@ function imageTest() {
 }
 
 const longStarted = performance.now();
-const long = !narrowed || process.env.TEST_LONG === '1' ? uvu(process.execPath, 'test/long', '\\.long\\.ts$', false) : null;
+const long = !narrowed || process.env.TEST_LONG === '1' ? uvu(process.execPath, 'test/long', '\\.long\\.ts$', { stream: false, long: true }) : null;
 const main = await uvu(process.execPath, dir, pattern);
 const unit = counts(main.out);
 let { passed, failed, skipped } = unit;
