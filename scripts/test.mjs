@@ -7,6 +7,10 @@
 // TEST_PATTERN or TEST_DIR narrows the run. TEST_NODES=22,24 runs the (narrowed) selection on those
 // releases too, TEST_NODES=none on none. Their counts and the image's "image: N passed, N failed,
 // N skipped" join the total.
+// The long checks (test/long/*.long.ts: a door client idle for 10 minutes) cannot be made faster — the kernel
+// has no clock to skip for an idle TCP connection — so they start with the suite, run beside it in their
+// own process, and are read at the end: on a full run they cost wall time only if the rest took less.
+// TEST_LONG=1 runs them with a narrowed run too.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { NODE_VERSIONS, nodeDir } from './node-versions.mjs';
@@ -17,15 +21,19 @@ const dir = process.env.TEST_DIR ?? 'test';
 const UNIT_SET = ['core', 'protocol', 'config', 'util', 'api'];
 const UNIT_PATTERN = `^(${UNIT_SET.join('|')})/.*\\.test\\.ts$`;
 
-/** uvu over `testDir` with `node`, its output streamed; resolves with the output and the exit status. */
-function uvu(node, testDir, testPattern) {
+/**
+ * uvu over `testDir` with `node`, its output streamed (or kept); resolves with the output and the exit status.
+ * The long checks run only as such (`long`): a TEST_PATTERN that happens to match one does not run it twice.
+ */
+function uvu(node, testDir, testPattern, { stream = true, long = false } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(node, ['--import', 'tsx', 'node_modules/uvu/bin.js', testDir, testPattern, '--no-color', ...process.argv.slice(2)],
+    const ignore = long ? [] : ['--ignore', '\\.long\\.ts$'];
+    const child = spawn(node, ['--import', 'tsx', 'node_modules/uvu/bin.js', testDir, testPattern, '--no-color', ...ignore, ...process.argv.slice(2)],
       { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk) => {
       out += chunk;
-      process.stdout.write(chunk);
+      if (stream) process.stdout.write(chunk);
     });
     child.on('error', (err) => resolve({ out: `${out}\n${err.message}`, status: 1 }));
     child.on('close', (status) => resolve({ out, status }));
@@ -92,6 +100,8 @@ function imageTest() {
   });
 }
 
+const longStarted = performance.now();
+const long = !narrowed || process.env.TEST_LONG === '1' ? uvu(process.execPath, 'test/long', '\\.long\\.ts$', { stream: false, long: true }) : null;
 const main = await uvu(process.execPath, dir, pattern);
 const unit = counts(main.out);
 let { passed, failed, skipped } = unit;
@@ -107,5 +117,18 @@ if (!narrowed) {
   skipped += img.skipped;
   imageStatus = img.status ?? 1;
 }
+let longOk = true;
+if (long) {
+  const waitFrom = performance.now();
+  const run = await long;
+  const c = counts(run.out);
+  console.log(`\nlong checks (test/long, started with the suite):\n${run.out}`);
+  console.log(`long checks: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped in ${((performance.now() - longStarted) / 1000).toFixed(0)} s; ` +
+    `the suite waited ${((performance.now() - waitFrom) / 1000).toFixed(0)} s for them`);
+  passed += c.passed;
+  failed += c.failed;
+  skipped += c.skipped;
+  longOk = run.status === 0 && c.failed === 0 && c.total > 0;
+}
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
-process.exit(main.status !== 0 || imageStatus !== 0 || !others.ok || failed > 0 || !(unit.total > 0) ? 1 : 0);
+process.exit(main.status !== 0 || imageStatus !== 0 || !others.ok || !longOk || failed > 0 || !(unit.total > 0) ? 1 : 0);

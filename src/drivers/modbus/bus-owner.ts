@@ -127,6 +127,11 @@ export class BusOwner {
     return this.queues[PRIORITY.write]!.length + this.queues[PRIORITY.read]!.length;
   }
 
+  /** Answers the link dropped as no outstanding request's (undefined: a link that cannot tell). */
+  get strayAnswers(): number | undefined {
+    return this.transport.strayAnswers?.();
+  }
+
   get queueDepth(): number {
     return this.queues.reduce((n, q) => n + q.length, 0) + (this.busy ? 1 : 0);
   }

@@ -258,6 +258,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
           reopens: Math.max(0, t.opens - 1),
           scanProbes: t.scanProbes,
           scanUnanswered: t.scanUnanswered,
+          strayAnswers: owner.strayAnswers,
           lastRttMs: t.lastRttMs,
           queueDepth: owner.queueDepth,
           rawImageBytes: image.bytes,

@@ -8,7 +8,8 @@ import type { PlanOptions } from '../../protocol/modbus/planner.js';
 import { PRIORITY, type BusOwner, type BusOwnerOptions } from './bus-owner.js';
 import { GatewayError, isGatewayError } from '../../core/errors.js';
 import { RtuTransport } from './rtu-transport.js';
-import { TcpTransport, type ModbusTransport, type RtuOptions } from './transport.js';
+import { TcpTransport } from './tcp-transport.js';
+import type { ModbusTransport, RtuOptions } from './transport.js';
 
 /**
  * Every value comes from the validated config: the schema is the one source of defaults (baud 9600,

@@ -1,8 +1,9 @@
 /**
- * One link to Modbus slaves (a serial port or a TCP connection), wrapping modbus-serial. The bus
- * owner above it guarantees one request at a time; this layer only speaks the wire and reports a
- * closed link. A fresh modbus-serial client is built on every open: its buffered RTU port drops its
- * data listener on close and cannot be reused.
+ * One link to Modbus slaves (a serial port or a TCP connection). The bus owner above it guarantees one
+ * request at a time; this layer only speaks the wire and reports a closed link. The serial link wraps
+ * modbus-serial (ClientTransport, rtu-transport.ts); the TCP link speaks MBAP itself (tcp-transport.ts) to
+ * keep a transaction space of its own. A fresh modbus-serial client is built on every open: its buffered
+ * RTU port drops its data listener on close and cannot be reused.
  */
 import M from 'modbus-serial';
 import type { ModbusTable } from '../../protocol/modbus/address.js';
@@ -41,6 +42,8 @@ export interface ModbusTransport {
   takePending?(): number;
   /** Whether the device to open exists now (a serial port's path), or undefined when the link cannot tell. */
   present?(): boolean | undefined;
+  /** Answers dropped because they answer no outstanding request (Modbus TCP: a late reply, an unknown id). */
+  strayAnswers?(): number;
 }
 
 /** A modbus-serial client (what ClientTransport subclasses connect). */
@@ -219,27 +222,5 @@ export abstract class ClientTransport implements ModbusTransport {
 
   present(): boolean | undefined {
     return undefined;
-  }
-}
-
-export class TcpTransport extends ClientTransport {
-  readonly kind = 'tcp' as const;
-  readonly label: string;
-
-  constructor(private readonly host: string, private readonly port: number, private readonly connectTimeoutMs: number) {
-    super();
-    this.label = `${host}:${port}`;
-  }
-
-  protected async connect(client: Client): Promise<void> {
-    let guard: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      guard = setTimeout(() => reject(new Error(`connect to ${this.label} timed out`)), this.connectTimeoutMs + 500);
-    });
-    try {
-      await Promise.race([client.connectTCP(this.host, { port: this.port, timeout: this.connectTimeoutMs }), timeout]);
-    } finally {
-      clearTimeout(guard);
-    }
   }
 }
