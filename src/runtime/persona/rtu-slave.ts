@@ -41,6 +41,8 @@ export interface RtuSlaveStats {
   open: boolean;
   lost: number;
   reopened: number;
+  /** Why the last attempt to open the port failed, while it is not open; null once it is. */
+  error: string | null;
 }
 
 export class RtuPersonaSlave {
@@ -55,7 +57,7 @@ export class RtuPersonaSlave {
   private lostAt = 0;
   readonly counts: RtuSlaveStats = {
     requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMax: 0,
-    open: false, lost: 0, reopened: 0,
+    open: false, lost: 0, reopened: 0, error: null,
   };
 
   constructor(private readonly config: RtuServerConfig, private readonly units: ReadonlyMap<number, UnitAnswer>, private readonly clock: Clock, private readonly log: Logger) {
@@ -67,10 +69,23 @@ export class RtuPersonaSlave {
     });
   }
 
-  /** Opens the port; a port that cannot be opened at start is an error (the server is reported failed). */
+  /**
+   * Opens the port. One that is not there yet (a USB adapter plugged in after boot, a device node that
+   * appears late) is tried again with the same backoff as after a loss, and served as soon as it opens.
+   */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.open();
+    try {
+      await this.open();
+    } catch (err) {
+      this.counts.error = (err as Error).message;
+      this.lostAt = this.clock.mono();
+      this.retryMs = REOPEN_FIRST_MS;
+      this.log.warn({ server: this.config.id, port: this.config.port, err: this.counts.error },
+        'persona serial port cannot be opened; trying again until it can');
+      this.schedule();
+      return;
+    }
     this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU persona slave listening');
   }
 
@@ -95,6 +110,7 @@ export class RtuPersonaSlave {
     port.on('close', () => this.lose(port));
     this.port = port;
     this.counts.open = true;
+    this.counts.error = null;
   }
 
   private lose(port: SerialPort): void {
@@ -121,7 +137,8 @@ export class RtuPersonaSlave {
         }
         this.counts.reopened++;
         this.log.info({ server: this.config.id, port: this.config.port, downMs: Math.round(this.clock.mono() - this.lostAt) }, 'persona serial port open again');
-      }, () => {
+      }, (err: unknown) => {
+        this.counts.error = (err as Error).message;
         this.retryMs = Math.min(this.retryMs * 2, REOPEN_MAX_MS);
         this.schedule();
       });
