@@ -3,8 +3,9 @@
  * persona on an RTU slave port (a socat pty pair); the pymodbus master on the other end reads it back to
  * back. The lag is taken in this process from the shadow's dataChange carrying a value to the master's
  * first answer carrying it. The goal (one poll + 50 ms from the device) is a bench figure
- * (scripts/bench/persona.ts); here only a bound noise cannot cross: within one poll + 1 s of the shadow,
- * every value served was in the shadow first, and no change is skipped for good.
+ * (scripts/bench/persona.ts); here only what noise cannot cross: a value is served within one poll + 1 s
+ * of reaching the shadow and never before, and a read made wholly after a change (and before the next)
+ * carries it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -66,14 +67,15 @@ test('a source change is served by the persona within one poll + 1 s of reaching
     const first = typeof initial === 'number' ? initial : -Infinity;
     await master.start(consumer);
     const served = new Map<number, number>(); // value -> first answer carrying it (ms)
-    const end = ms() + 8 * POLL_MS;
-    let reads = 0;
+    const reads: { start: number; end: number; value: number }[] = [];
+    const end = ms() + 10 * POLL_MS;
     while (ms() < end) {
+      const start = ms();
       const r = await master.run({ op: 'read', fc: 4, unit: 2, address: 0x34, count: 2 });
       const at = ms();
-      reads++;
       if (!r.ok) continue; // before the first sample the persona is silent
       const v = f32(r.regs![0]!, r.regs![1]!);
+      reads.push({ start, end: at, value: v });
       if (v > first && !served.has(v)) served.set(v, at);
     }
     shadow.bus.off(owner);
@@ -82,11 +84,22 @@ test('a source change is served by the persona within one poll + 1 s of reaching
       assert.ok(t !== undefined, `served ${v}, which the shadow never had`);
       return at - t;
     });
-    // Every change but the last (it may come after the final read) was served.
-    const missed = [...reached.keys()].slice(0, -1).filter((v) => !served.has(v));
-    console.log(`persona lag: ${reads} reads, ${reached.size} source changes, shadow -> persona answer max ${Math.max(...lags).toFixed(1)} ms`);
-    assert.ok(reached.size >= 5, `${reached.size} source changes`);
-    assert.equal(missed, [], 'source values the persona never served');
+    // A read wholly between a change and the next one carries that change: nothing older, nothing invented.
+    // (A loaded host may let a whole poll pass during one read: then no read fits and that value is not judged.)
+    const changes = [...reached];
+    let judged = 0;
+    for (let i = 0; i + 1 < changes.length; i++) {
+      const [value, from] = changes[i]!;
+      const to = changes[i + 1]![1];
+      for (const r of reads.filter((x) => x.start >= from && x.end < to)) {
+        judged++;
+        assert.is(r.value, value, `a read ${(r.start - from).toFixed(1)} ms after the shadow had ${value}`);
+      }
+    }
+    console.log(`persona lag: ${reads.length} reads (${judged} between two changes), ${reached.size} source changes, ` +
+      `shadow -> persona answer max ${Math.max(...lags).toFixed(1)} ms`);
+    assert.ok(reached.size >= 4, `${reached.size} source changes`);
+    assert.ok(judged >= 10, `${judged} reads fell between two source changes`);
     for (const lag of lags) {
       assert.ok(lag >= 0, `an answer carried a value ${-lag} ms before the shadow had it`);
       assert.ok(lag <= POLL_MS + 1000, `lag ${lag.toFixed(1)} ms`);
