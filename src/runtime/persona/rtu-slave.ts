@@ -34,8 +34,9 @@ export interface RtuSlaveStats {
   broadcasts: number;
   responses: number;
   discardedBytes: number;
-  /** Request's last byte heard -> answer handed to the port, ms: the latest and the largest. */
+  /** Request's last byte heard -> answer handed to the port, ms: the latest, the smallest (null before the first) and the largest. */
   replyMs: number;
+  replyMsMin: number | null;
   replyMsMax: number;
   /** Whether the port is open now; times it went away; times it was opened again. */
   open: boolean;
@@ -56,7 +57,7 @@ export class RtuPersonaSlave {
   /** Monotonic time the port went away (for the log line when it is back). */
   private lostAt = 0;
   readonly counts: RtuSlaveStats = {
-    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMax: 0,
+    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMin: null, replyMsMax: 0,
     open: false, lost: 0, reopened: 0, error: null,
   };
 
@@ -185,5 +186,6 @@ export class RtuPersonaSlave {
     this.counts.answered++;
     this.counts.replyMs = this.clock.mono() - at;
     this.counts.replyMsMax = Math.max(this.counts.replyMsMax, this.counts.replyMs);
+    this.counts.replyMsMin = Math.min(this.counts.replyMsMin ?? Infinity, this.counts.replyMs);
   }
 }
