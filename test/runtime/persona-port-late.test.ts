@@ -22,6 +22,11 @@ if (why) console.log(`SKIP: persona late port test: ${why}`);
 
 interface SlaveStats { open: boolean; error: string | null; reopened: number; answered: number }
 
+async function serverUp(gw: Gateway): Promise<string | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  return text.split('\n').find((l) => l.startsWith('shadowgate_modbus_server_up{server="meter"}'))?.split(' ').at(-1);
+}
+
 async function serverStats(gw: Gateway): Promise<SlaveStats> {
   const res = await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/health/shadow`, { signal: AbortSignal.timeout(5000) });
   const body = (await res.json()) as { data: { checks: { modbusServers: Record<string, SlaveStats> } } };
@@ -50,6 +55,7 @@ test('a persona port missing at start is opened once it appears, and answered', 
     const before = await serverStats(gw);
     assert.is(before.open, false);
     assert.match(String(before.error), /No such file|ENOENT|cannot open/i);
+    assert.is(await serverUp(gw), '0', 'down while the port is missing');
     await sleep(1500); // a few attempts fail meanwhile (250, 500, 1000 ms apart)
     socat = spawn('socat', [`pty,raw,echo=0,link=${consumer}`, `pty,raw,echo=0,link=${slavePort}`], { stdio: 'ignore' });
     await waitFor('socat links', () => existsSync(consumer) && existsSync(slavePort), 5000);
@@ -63,6 +69,7 @@ test('a persona port missing at start is opened once it appears, and answered', 
     }
     assert.ok(after.open, `the slave opened its port (${JSON.stringify(after)})`);
     assert.is(after.error, null);
+    assert.is(await serverUp(g), '1');
     await master.start(consumer);
     const r = await master.run({ op: 'read', fc: 4, unit: 2, address: 0x34, count: 2 });
     assert.ok(r.ok, JSON.stringify(r));
