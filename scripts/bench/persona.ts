@@ -98,11 +98,15 @@ function doorLoad(port: number, windowS: number): { child: ChildProcess; done: P
   return { child, done };
 }
 
-/** The slave's own figures (request's last byte heard -> answer handed to the port), from /health/shadow. */
-async function slaveStats(gw: Gateway): Promise<{ replyMsMin: number | null; replyMsMax: number }> {
+/**
+ * The slave's own figures (request's last byte heard -> answer handed to the port) and the gateway's worst
+ * event-loop delay (a stall delays hearing the request, which the slave's figure cannot see), from /health/shadow.
+ */
+async function slaveStats(gw: Gateway): Promise<{ replyMsMin: number | null; replyMsMax: number; loopMaxMs: number }> {
   const res = await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/health/shadow`, { signal: AbortSignal.timeout(5000) });
-  const body = (await res.json()) as { data: { checks: { modbusServers: Record<string, { replyMsMin: number | null; replyMsMax: number }> } } };
-  return body.data.checks.modbusServers['meter']!;
+  const { checks } = ((await res.json()) as { data: { checks: {
+    modbusServers: Record<string, { replyMsMin: number | null; replyMsMax: number }>; eventLoop: { maxMs: number } } } }).data;
+  return { ...checks.modbusServers['meter']!, loopMaxMs: checks.eventLoop.maxMs };
 }
 
 const line = (label: string, m: MasterSummary): string => `${label}: ${m.requests} requests, ${m.answers} answers, ${m.timeouts} timeouts, ` +
@@ -131,7 +135,8 @@ export async function benchPersona(): Promise<Result[]> {
       quiet = (await runMaster(one.consumer, { ...master, intervalS: POLL_S, durationS: WINDOW_S })).summary;
       slaveSide = await slaveStats(one.gw);
       console.log(line('quiet owner', quiet));
-      console.log(`gateway side (last byte heard -> answer written): min ${slaveSide.replyMsMin?.toFixed(2)} / max ${slaveSide.replyMsMax.toFixed(2)} ms`);
+      console.log(`gateway side (last byte heard -> answer written): min ${slaveSide.replyMsMin?.toFixed(2)} / max ${slaveSide.replyMsMax.toFixed(2)} ms; ` +
+        `event loop delay max ${slaveSide.loopMaxMs} ms`);
       const changes: { value: number; t: number }[] = [];
       let last: unknown;
       const owner = {};
@@ -164,7 +169,7 @@ export async function benchPersona(): Promise<Result[]> {
       }
       loadedSide = await slaveStats(two.gw);
       console.log(line('dead unit + door load', loaded));
-      console.log(`gateway side: min ${loadedSide.replyMsMin?.toFixed(2)} / max ${loadedSide.replyMsMax.toFixed(2)} ms`);
+      console.log(`gateway side: min ${loadedSide.replyMsMin?.toFixed(2)} / max ${loadedSide.replyMsMax.toFixed(2)} ms; event loop delay max ${loadedSide.loopMaxMs} ms`);
       console.log(`door clients (per unit): ${doorText}`);
     } finally {
       await two.stop();
