@@ -2,7 +2,8 @@
 prints one JSON summary line. Frames and CRC from pymodbus' own CRC; the timing is taken here, at the
 master: request end = the request written and drained, reply start = the first byte of the answer read.
 
-usage: persona_master.py PORT UNIT FC ADDRESS COUNT INTERVAL_S DURATION_S [TIMEOUT_S]
+usage: persona_master.py PORT UNIT FC ADDRESS COUNT INTERVAL_S DURATION_S [TIMEOUT_S [trace]]
+With `trace`, every answer is also printed as {"t": reply start (time.monotonic(), CLOCK_MONOTONIC), "regs": [...]}.
 """
 import json
 import struct
@@ -17,6 +18,7 @@ def main():
     port, unit, fc, address, count = sys.argv[1], *map(int, sys.argv[2:6])
     interval, duration = float(sys.argv[6]), float(sys.argv[7])
     timeout = float(sys.argv[8]) if len(sys.argv) > 8 else 0.5
+    trace = len(sys.argv) > 9 and sys.argv[9] == "trace"
     body = struct.pack(">BBHH", unit, fc, address, count)
     request = body + struct.pack(">H", computeCRC(body))   # pymodbus returns the CRC in wire byte order for ">H"
     answer_len = 5 + 2 * count
@@ -61,6 +63,8 @@ def main():
             wrong += 1
             continue
         replies.append((got - sent) * 1000)
+        if trace:
+            print(json.dumps({"t": got, "regs": list(struct.unpack(">%dH" % count, frame[3:3 + 2 * count]))}))
     ser.close()
     replies.sort()
     q = lambda p: replies[min(len(replies) - 1, int(p * len(replies)))] if replies else None

@@ -853,8 +853,8 @@ def em24(unit):
 # sunspec/models json/model_1.json (L 65) and json/model_203.json (L 105); "SunS" at 40000, model 1 at 40002,
 # model 203 at 40069, end marker at 40176. value = raw * 10^SF; acc32 0 and int16 0x8000 are not implemented.
 
-def sunspec_meter(unit):
-    im = Image("sunspec-meter-203", "sunspec-meter-203",
+def sunspec_meter(unit, key="sunspec-meter-203", model="sunspec-meter-203"):
+    im = Image(key, model,
                "SunSpec Alliance sunspec/models json/model_1.json and json/model_203.json (point order and sizes, "
                "scale factors); not-implemented values from sunspec/pysunspec2 mb.py")
     im.dense(HR, 40000, 40177)
@@ -921,6 +921,45 @@ SUNSPEC_METER_203_POINTS = [
 ]
 
 
+# The same meter serving the float meter model 213 after 203 (board/models/sunspec-meter-203-213.json):
+# sunspec/models json/model_213.json (L 124: 61 float32 in the order below, then Evt bitfield32 at offset 124);
+# not implemented float32 0x7FC00000 (NaN) per sunspec/pysunspec2 mb.py. Model 213 at 40176, end marker at 40302.
+MODEL_213_FLOATS = [   # (model_213.json point, this library's name, unit), in register order from offset 2
+    ("A", "current", "A"), ("AphA", "current_a", "A"), ("AphB", "current_b", "A"), ("AphC", "current_c", "A"),
+    ("PhV", "voltage_ln", "V"), ("PhVphA", "voltage_an", "V"), ("PhVphB", "voltage_bn", "V"), ("PhVphC", "voltage_cn", "V"),
+    ("PPV", "voltage_ll", "V"), ("PPVphAB", "voltage_ab", "V"), ("PPVphBC", "voltage_bc", "V"), ("PPVphCA", "voltage_ca", "V"),
+    ("Hz", "frequency", "Hz"), ("W", "power", "W"), ("WphA", "power_a", "W"), ("WphB", "power_b", "W"), ("WphC", "power_c", "W"),
+    ("VA", "apparent_power", "VA"), ("VAphA", "apparent_power_a", "VA"), ("VAphB", "apparent_power_b", "VA"),
+    ("VAphC", "apparent_power_c", "VA"), ("VAR", "reactive_power", "var"), ("VARphA", "reactive_power_a", "var"),
+    ("VARphB", "reactive_power_b", "var"), ("VARphC", "reactive_power_c", "var"), ("PF", "power_factor", None),
+    ("PFphA", "power_factor_a", None), ("PFphB", "power_factor_b", None), ("PFphC", "power_factor_c", None),
+] + [(f"{group}{ph}", f"{name}{suffix}", unit_)
+     for group, name, unit_ in (("TotWhExp", "export_energy", "Wh"), ("TotWhImp", "import_energy", "Wh"),
+                                ("TotVAhExp", "apparent_energy_export", "VAh"), ("TotVAhImp", "apparent_energy_import", "VAh"),
+                                ("TotVArhImpQ1", "reactive_energy_import_q1", "varh"), ("TotVArhImpQ2", "reactive_energy_import_q2", "varh"),
+                                ("TotVArhExpQ3", "reactive_energy_export_q3", "varh"), ("TotVArhExpQ4", "reactive_energy_export_q4", "varh"))
+     for ph, suffix in (("", ""), ("PhA", "_a"), ("PhB", "_b"), ("PhC", "_c"))]
+
+
+def sunspec_meter_213(unit):
+    im = sunspec_meter(unit, "sunspec-meter-203-213", "sunspec-meter-203-213")
+    im.source += "; json/model_213.json (float meter, L 124)"
+    m = 40176
+    im.u16(HR, m, "float_meter_id", 213)
+    im.u16(HR, m + 1, "float_meter_length", 124)
+    shown = {"A": 12.5, "PhVphA": 230.25, "Hz": 49.97, "W": -2150.5, "TotWhImp": 1234567.0}
+    assert len(MODEL_213_FLOATS) == 61
+    for i, (spec, name, unit_) in enumerate(MODEL_213_FLOATS):
+        if spec in shown:
+            im.f32(HR, m + 2 + 2 * i, f"float_{name}", shown[spec], unit_)
+        else:
+            im.put(HR, m + 2 + 2 * i, [0x7FC0, 0])
+            im.expect(f"float_{name}", None, unit_, reason="not implemented")
+    im.put(HR, m + 124, [0xFFFF, 0xFFFF]); im.expect("float_events", None, reason="not implemented")
+    im.put(HR, 40302, [0xFFFF, 0])                          # the end marker, after 213
+    return im
+
+
 IMAGES = {
     "sdm120": sdm120,
     "sdm230": sdm230,
@@ -949,6 +988,7 @@ IMAGES = {
     "sunspec-103-nolen": lambda unit: sunspec_inverter(unit, "sunspec-103-nolen", end_length=False),
     "sunspec-113": sunspec_float_inverter,
     "sunspec-meter-203": sunspec_meter,
+    "sunspec-meter-203-213": sunspec_meter_213,
     "sunspec-inverter-103": lambda unit: sunspec_inverter(unit, "sunspec-inverter-103", fixed=True),
     "dtsu666": dtsu666,
     "em24": em24,

@@ -45,7 +45,9 @@ export const serversCollector: Collector = (sink, { parts }) => {
   if (!isRecord(servers)) return;
   for (const [server, s] of Object.entries(servers)) {
     if (!isRecord(s)) continue;
-    sink.gauge('shadowgate_modbus_server_up', 'Whether the Modbus server listens (1) or failed to start (0).', ['server'])(s['running'] === false ? 0 : 1, { server });
+    // An RTU persona slave whose serial port is not open (yet, or any more) hears nothing: down while it retries.
+    const up = s['running'] === false || s['open'] === false ? 0 : 1;
+    sink.gauge('shadowgate_modbus_server_up', 'Whether the Modbus server listens (1) or failed to start or lost its serial port (0).', ['server'])(up, { server });
     const connections = num(s['connections']);
     if (connections !== undefined) sink.gauge('shadowgate_modbus_server_connections', 'Client connections open.', ['server'])(connections, { server });
     const refused = num(s['refused']);

@@ -67,7 +67,22 @@ export function checkModel(model: unknown, at: At): string[] {
     if (isObj(point.sim)) checkSimBlock(point.sim, (key) => p(`.sim.${key}`), problems);
     checkDeviceMarkers(model, point, p, problems);
   });
+  checkPersona(model, seen, at, problems);
   return problems;
+}
+
+/** A persona's constants and `same_as` pairs name points of the model (a typo would serve "not implemented" silently). */
+function checkPersona(model: Obj, names: ReadonlyMap<string, number>, at: At, problems: string[]): void {
+  if (!isObj(model.persona)) return;
+  const { constants, same_as: sameAs } = model.persona;
+  for (const name of Object.keys(isObj(constants) ? constants : {})) {
+    if (!names.has(name)) problems.push(`${at(`persona.constants.${name}`)}: no point named "${name}" in this model`);
+  }
+  for (const [name, twin] of Object.entries(isObj(sameAs) ? sameAs : {})) {
+    if (!names.has(name)) problems.push(`${at(`persona.same_as.${name}`)}: no point named "${name}" in this model`);
+    else if (typeof twin === 'string' && !names.has(twin)) problems.push(`${at(`persona.same_as.${name}`)}: no point named "${twin}" in this model`);
+    else if (twin === name) problems.push(`${at(`persona.same_as.${name}`)}: a point cannot serve its own binding`);
+  }
 }
 
 const WIDE_BITS = new Set(['int32', 'uint32']);

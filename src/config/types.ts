@@ -97,8 +97,8 @@ export interface ModelConfig {
   write?: { single_register: 'fc06' | 'fc16' };
   /** SunSpec: base found by the "SunS" marker at one of these addresses. */
   sunspec?: { search: number[] };
-  /** Served as a persona: fixed register values (marker, model IDs, identity, scale factors). */
-  persona?: { constants?: Record<string, number | string> };
+  /** Served as a persona: fixed register values (marker, model IDs, identity, scale factors); points that serve another point's binding. */
+  persona?: { constants?: Record<string, number | string>; same_as?: Record<string, string> };
   points: PointConfig[];
 }
 

@@ -80,4 +80,21 @@ test('the server examples in docs/personas.md are valid configs', () => {
   }
 });
 
+test('a model\'s persona constants and same_as pairs name its own points', () => {
+  const point = (name: string) => ({ name, type: 'float', access: 'R', modbus: { table: 'holding', address: name === 'w' ? 0 : 2, data_type: 'float32' } });
+  const model = { points: [point('w'), point('w_float')], persona: { constants: { wx: 1 }, same_as: { w_float: 'w', nope: 'w', w: 'w2' } } };
+  let found: string[] = [];
+  try {
+    validateConfig({ gateway: { id: 'x', data_dir: '/tmp' }, models: { m: model } }, { env: {}, models: {} });
+  } catch (e) {
+    if (e instanceof ConfigError) found = e.problems;
+    else throw e;
+  }
+  assert.equal(found.filter((p) => p.includes('persona')).sort(), [
+    'models.m.persona.constants.wx: no point named "wx" in this model',
+    'models.m.persona.same_as.nope: no point named "nope" in this model',
+    'models.m.persona.same_as.w: no point named "w2" in this model',
+  ]);
+});
+
 test.run();

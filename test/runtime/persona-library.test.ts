@@ -114,6 +114,47 @@ test('SunSpec inverter persona: 40000 "SunS", model 1, 103, end, walked reading 
   assert.is(int16(block[6]!), -2, 'A_SF from the persona constants');
 });
 
+test('SunSpec meter 203 + 213 in one chain: walked from 40000, 213 serves what 203\'s twin is bound to (float), never torn against W x 10^W_SF', async () => {
+  const model = models['sunspec-meter-203-213']!;
+  const { shadow, at } = setup(model, { bind: { power: 'p1.w', W_SF: 'p1.sf', voltage_an: 'p1.v', import_energy: 'p1.e' } });
+  shadow.SetDevicePoints('p1', { w: -2500, sf: 0, v: 230.5, e: 123456 });
+  const chain: number[][] = [];
+  let address = 40002;
+  for (let n = 0; n < 6; n++) {
+    const [id] = await at(3, address, 1);
+    const [length] = await at(3, address + 1, 1);
+    chain.push([address, id!, length!]);
+    if (id === 0xffff) break;
+    address += 2 + length!;
+  }
+  assert.equal(chain, [[40002, 1, 65], [40069, 203, 105], [40176, 213, 124], [40302, 0xffff, 0]]);
+  const f = await at(3, 40178, 124);
+  const float = (offset: number): number => float32(f[offset]!, f[offset + 1]!);
+  assert.is(float(26), -2500, '213 W (offset 28 of the model) from the binding of 203\'s power');
+  assert.is(float(10), 230.5, '213 PhVphA');
+  assert.is(float(66), 123456, '213 TotWhImp');
+  assert.ok(Number.isNaN(float(0)), 'unbound 213 A: NaN (not implemented), never 0');
+  assert.ok(Number.isNaN(float(50)), '213 PF is not tied to 203\'s percent: NaN unless bound');
+  assert.equal([f[122], f[123]], [0xffff, 0xffff], '213 Evt not implemented');
+  // Binding the 213 point itself wins over its twin.
+  const own = setup(model, { bind: { power: 'p1.w', float_power: { point: 'p1.w', scale: 2 } } });
+  own.shadow.SetDevicePoints('p1', { w: 100 });
+  const w = await own.at(3, 40204, 2);
+  assert.is(float32(w[0]!, w[1]!), 200);
+  // One read over 203's W, W_SF and 213's W (40087..40205): all three from one snapshot while the source changes.
+  let torn = 0;
+  for (let i = 0; i < 10_000; i++) {
+    const sf = (i % 4) - 1;
+    shadow.SetDevicePoints('p1', { w: (1000 * (sf + 2) + (i % 500)) * 10 ** sf, sf, v: 230, e: i });
+    const r = await at(3, 40087, 119);
+    const raw = int16(r[0]!);
+    const exp = int16(r[4]!);
+    const fw = float32(r[117]!, r[118]!);
+    if (Math.floor(raw / 1000) - 2 !== exp || Math.abs(fw - raw * 10 ** exp) > Math.abs(fw) * 1e-6) torn++;
+  }
+  assert.is(torn, 0, 'torn W/W_SF/float W reads');
+});
+
 test('a persona unit counts its requests as the door counts its units: hits, writes, exceptions by code, silences', async () => {
   const model = models['carlo-gavazzi-em24']!;
   const { clock, shadow, unit, at } = setup(model, { bind: { total_power: 'p1.p' }, write: { application: 'store' } });

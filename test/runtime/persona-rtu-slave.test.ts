@@ -75,6 +75,7 @@ test('a request to unit 2 is answered with a good CRC', async () => {
   assert.ok(crcOk(Uint8Array.from(heard), 0, 7));
   // Never before t3.5 (4.01 ms at 9600 baud) after the request was heard: the slave waits for it.
   assert.ok(slave.counts.replyMs >= 11_000 / 9600 * 3.5, `answered after ${slave.counts.replyMs} ms`);
+  assert.ok(slave.counts.replyMsMin !== null && slave.counts.replyMsMin >= 11_000 / 9600 * 3.5, `fastest answer ${slave.counts.replyMsMin} ms`);
 });
 
 test('a broadcast, another unit and a response frame get no answer; the slave counts them', async () => {

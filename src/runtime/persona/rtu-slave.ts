@@ -34,13 +34,16 @@ export interface RtuSlaveStats {
   broadcasts: number;
   responses: number;
   discardedBytes: number;
-  /** Request's last byte heard -> answer handed to the port, ms: the latest and the largest. */
+  /** Request's last byte heard -> answer handed to the port, ms: the latest, the smallest (null before the first) and the largest. */
   replyMs: number;
+  replyMsMin: number | null;
   replyMsMax: number;
   /** Whether the port is open now; times it went away; times it was opened again. */
   open: boolean;
   lost: number;
   reopened: number;
+  /** Why the last attempt to open the port failed, while it is not open; null once it is. */
+  error: string | null;
 }
 
 export class RtuPersonaSlave {
@@ -54,8 +57,8 @@ export class RtuPersonaSlave {
   /** Monotonic time the port went away (for the log line when it is back). */
   private lostAt = 0;
   readonly counts: RtuSlaveStats = {
-    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMax: 0,
-    open: false, lost: 0, reopened: 0,
+    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMin: null, replyMsMax: 0,
+    open: false, lost: 0, reopened: 0, error: null,
   };
 
   constructor(private readonly config: RtuServerConfig, private readonly units: ReadonlyMap<number, UnitAnswer>, private readonly clock: Clock, private readonly log: Logger) {
@@ -67,10 +70,23 @@ export class RtuPersonaSlave {
     });
   }
 
-  /** Opens the port; a port that cannot be opened at start is an error (the server is reported failed). */
+  /**
+   * Opens the port. One that is not there yet (a USB adapter plugged in after boot, a device node that
+   * appears late) is tried again with the same backoff as after a loss, and served as soon as it opens.
+   */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.open();
+    try {
+      await this.open();
+    } catch (err) {
+      this.counts.error = (err as Error).message;
+      this.lostAt = this.clock.mono();
+      this.retryMs = REOPEN_FIRST_MS;
+      this.log.warn({ server: this.config.id, port: this.config.port, err: this.counts.error },
+        'persona serial port cannot be opened; trying again until it can');
+      this.schedule();
+      return;
+    }
     this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU persona slave listening');
   }
 
@@ -95,6 +111,7 @@ export class RtuPersonaSlave {
     port.on('close', () => this.lose(port));
     this.port = port;
     this.counts.open = true;
+    this.counts.error = null;
   }
 
   private lose(port: SerialPort): void {
@@ -121,7 +138,8 @@ export class RtuPersonaSlave {
         }
         this.counts.reopened++;
         this.log.info({ server: this.config.id, port: this.config.port, downMs: Math.round(this.clock.mono() - this.lostAt) }, 'persona serial port open again');
-      }, () => {
+      }, (err: unknown) => {
+        this.counts.error = (err as Error).message;
         this.retryMs = Math.min(this.retryMs * 2, REOPEN_MAX_MS);
         this.schedule();
       });
@@ -168,5 +186,6 @@ export class RtuPersonaSlave {
     this.counts.answered++;
     this.counts.replyMs = this.clock.mono() - at;
     this.counts.replyMsMax = Math.max(this.counts.replyMsMax, this.counts.replyMs);
+    this.counts.replyMsMin = Math.min(this.counts.replyMsMin ?? Infinity, this.counts.replyMs);
   }
 }

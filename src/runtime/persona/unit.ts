@@ -65,7 +65,11 @@ export class PersonaUnit {
     this.unit = config.unit;
     // The model's constants (marker, IDs, identity, scale factors) unless the unit binds the point itself.
     const constants = Object.fromEntries(Object.entries(config.model.persona?.constants ?? {}).map(([name, value]) => [name, { value }]));
-    this.map = buildMap(config.model, { ...constants, ...config.bind }, config.write);
+    // A point that is the same measurement in a second encoding (SunSpec 213's float W beside 203's W) serves
+    // its twin's binding, so one `bind` feeds both; binding the point itself wins.
+    const twins = Object.fromEntries(Object.entries(config.model.persona?.same_as ?? {})
+      .filter(([, twin]) => config.bind[twin] !== undefined).map(([name, twin]) => [name, config.bind[twin]]));
+    this.map = buildMap(config.model, { ...constants, ...twins, ...config.bind }, config.write);
     this.sources = this.map.slots.flatMap((s) => s.binding?.sources ?? []);
     this.devices = new Set(this.sources.map((s) => s.device));
     this.capture = config.capture ? new Capture(deps.clock) : null;
