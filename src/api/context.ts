@@ -109,6 +109,8 @@ export interface LifecycleService {
   reset(confirm: unknown): Promise<{ restarting: boolean; message: string }>;
   /** What the last start restored or reset (shown in /health/shadow). */
   status(): unknown;
+  /** For the console: the id a reset must be confirmed with, whether the gateway restarts itself, the last outcome. */
+  info(): { gateway_id: string; restart_available: boolean; last: unknown };
 }
 
 export interface ApiContext {

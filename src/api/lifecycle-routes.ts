@@ -29,6 +29,7 @@ async function* capped(req: AsyncIterable<Buffer>, max: number): AsyncGenerator<
 }
 
 export function mountLifecycleRoutes(lifecycle: LifecycleService, kit: RouteKit): void {
+  kit.route('GET', '/system/lifecycle', 'read', () => lifecycle.info());
   kit.stream('GET', '/system/backup', 'admin', 0, async (req, res) => {
     await lifecycle.backup(res, { history: flag(req, 'history') });
   });

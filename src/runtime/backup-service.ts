@@ -53,6 +53,7 @@ export function createLifecycle(opts: LifecycleOptions): LifecycleService {
   };
   return {
     status: () => opts.status,
+    info: () => ({ gateway_id: opts.running().gateway.id, restart_available: opts.restart !== undefined, last: opts.status ?? null }),
     async backup(res: ServerResponse, { history }) {
       const running = opts.running();
       const now = new Date(opts.clock.now());

@@ -45,7 +45,7 @@ async function download(port: number, token: string, history: boolean): Promise<
 }
 
 const restore = (port: number, token: string, file: Buffer) => call<Record<string, unknown>>(port, '/api/v1/system/restore', {
-  method: 'POST', headers: { ...auth(token), 'content-type': 'application/gzip' }, body: file,
+  method: 'POST', headers: { ...auth(token), 'content-type': 'application/gzip' }, body: new Uint8Array(file),
 });
 
 /** Names and bytes of every file under data_dir's config/ (what a refused restore must leave alone). */
