@@ -146,6 +146,8 @@ export async function stageRestore(input: Readable | AsyncIterable<Buffer>, opts
       read = await readEntries(input, staging);
     } catch (err) {
       if (err instanceof RestoreError) throw err;
+      // A file system error is ours (a full disk), not the file's.
+      if (typeof err === 'object' && err !== null && 'syscall' in err) throw new RestoreError(`it could not be staged in ${opts.dataDir}: ${String((err as { message?: unknown }).message)}`);
       // zlib and tar say it their way ("unexpected end of file", "incorrect header check"): name the likely cause.
       throw new RestoreError(`the file is not a complete shadowgate backup (${(err as Error).message}): was it cut short, or is it another file?`);
     }

@@ -5,7 +5,6 @@
  * they are copied: each is copied up to its size when it was listed (a torn last block of the live log is
  * what a power cut leaves too, and the history store repairs it when it opens).
  */
-import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -44,23 +43,47 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
 const addBuffer = (pack: Pack, name: string, data: string, mtime: Date): Promise<void> =>
   new Promise((resolve, reject) => pack.entry({ name, mtime, mode: 0o600 }, data, (err) => (err ? reject(err) : resolve())));
 
-async function addFile(pack: Pack, name: string, file: string, size: number, mtime: Date): Promise<void> {
-  const done = new Promise<void>((resolve, reject) => {
-    const entry = pack.entry({ name, size, mtime, mode: 0o600 }, (err) => (err ? reject(err) : resolve()));
-    void (async () => {
-      if (size > 0) {
-        for await (const chunk of createReadStream(file, { start: 0, end: size - 1 })) {
-          if (!entry.write(chunk as Buffer)) await once(entry, 'drain');
-        }
-      }
-      // streamx types want an argument; no data ends the entry as it is.
-      entry.end(undefined);
-    })().catch((err: unknown) => {
-      entry.destroy(err as Error);
-      reject(err as Error);
-    });
+/** Resolves when `sink` takes more; rejects when it fails or closes first (the download was cut: no hang). */
+function drained(sink: ReturnType<Pack['entry']>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error): void => {
+      sink.off('drain', onDrain);
+      sink.off('error', done);
+      sink.off('close', onClose);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onDrain = (): void => done();
+    const onClose = (): void => done(new Error('the backup stream closed'));
+    sink.on('drain', onDrain);
+    sink.on('error', done);
+    sink.on('close', onClose);
   });
-  await done;
+}
+
+async function addFile(pack: Pack, name: string, file: string, size: number, mtime: Date): Promise<void> {
+  let entry: ReturnType<Pack['entry']> | undefined;
+  const written = new Promise<void>((resolve, reject) => {
+    entry = pack.entry({ name, size, mtime, mode: 0o600 }, (err) => (err ? reject(err) : resolve()));
+    // A cut download destroys the pack and its entry: the error is the caller's, not an unhandled event.
+    entry.on('error', reject);
+    entry.on('close', () => reject(new Error('the backup stream closed')));
+  });
+  written.catch(() => {});
+  const sink = entry!;
+  const rs = createReadStream(file, { start: 0, end: Math.max(0, size - 1) });
+  try {
+    if (size > 0) {
+      for await (const chunk of rs) {
+        if (!sink.write(chunk as Buffer)) await Promise.race([drained(sink), written]);
+      }
+    }
+    // streamx types want an argument; no data ends the entry as it is.
+    sink.end(undefined);
+  } finally {
+    rs.destroy();
+  }
+  await written;
 }
 
 async function fill(pack: Pack, src: BackupSource): Promise<void> {
