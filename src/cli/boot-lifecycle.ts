@@ -65,7 +65,8 @@ async function copyInto(src: string, dest: string, own: { uid: number; gid: numb
   await fsyncDir(path.dirname(dest));
 }
 
-async function removeFromBoot(files: string[], opts: BootLifecycleOptions): Promise<void> {
+/** Removes the request files from the boot partition; false (and a warning) when it cannot. */
+async function removeFromBoot(files: string[], opts: BootLifecycleOptions): Promise<boolean> {
   const remount = async (mode: 'rw' | 'ro'): Promise<void> => {
     if (!opts.live) return;
     try {
@@ -78,6 +79,10 @@ async function removeFromBoot(files: string[], opts: BootLifecycleOptions): Prom
   try {
     for (const file of files) await rm(file, { force: true });
     await fsyncDir(opts.bootDir);
+    return true;
+  } catch (err) {
+    opts.warn(`cannot remove ${files.join(', ')} from the boot partition (${(err as Error).message}): not applied, so that it is not applied at every boot; remove it by hand`);
+    return false;
   } finally {
     await remount('ro');
   }
@@ -117,6 +122,11 @@ export async function handOver(requests: BootRequests, dataDir: string, opts: Bo
       opts.warn(`restore: ${(err as Error).message}`);
     }
   }
-  if (done.length > 0) await removeFromBoot(done, opts);
+  if (done.length > 0 && !(await removeFromBoot(done, opts))) {
+    // Handed over but still on the boot partition: it would be applied again at every boot. Take it back.
+    await rm(path.join(dataDir, F.resetPending), { force: true });
+    await rm(path.join(dataDir, F.restoreUpload), { force: true });
+    return [];
+  }
   return lines;
 }
