@@ -107,8 +107,6 @@ export interface LifecycleService {
   restore(body: AsyncIterable<Buffer>): Promise<Record<string, unknown> & { restarting: boolean; message: string }>;
   /** Resets when `confirm` is the gateway's id: data_dir is emptied at the restart that follows. */
   reset(confirm: unknown): Promise<{ restarting: boolean; message: string }>;
-  /** What the last start restored or reset (shown in /health/shadow). */
-  status(): unknown;
   /** For the console: the id a reset must be confirmed with, whether the gateway restarts itself, the last outcome. */
   info(): { gateway_id: string; restart_available: boolean; last: unknown };
 }

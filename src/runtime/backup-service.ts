@@ -52,7 +52,6 @@ export function createLifecycle(opts: LifecycleOptions): LifecycleService {
     return { restarting: true, message: `${what} now: the gateway restarts` };
   };
   return {
-    status: () => opts.status,
     info: () => ({ gateway_id: opts.running().gateway.id, restart_available: opts.restart !== undefined, last: opts.status ?? null }),
     async backup(res: ServerResponse, { history }) {
       const running = opts.running();
