@@ -17,3 +17,18 @@ export async function listBackup(file: Buffer): Promise<{ name: string; size: nu
   await feeding;
   return out;
 }
+
+/** A gzip'd tar of the given entries, in order (to make foreign or altered backups). */
+export async function makeTarGz(entries: { name: string; data: Buffer | string }[]): Promise<Buffer> {
+  const { pack: tarPack } = await import('tar-stream');
+  const { gzipSync } = await import('node:zlib');
+  const pack = tarPack();
+  const chunks: Buffer[] = [];
+  const done = (async () => {
+    for await (const c of pack) chunks.push(c as Buffer);
+  })();
+  for (const e of entries) await new Promise<void>((resolve, reject) => pack.entry({ name: e.name }, e.data, (err) => (err ? reject(err) : resolve())));
+  pack.finalize();
+  await done;
+  return gzipSync(Buffer.concat(chunks));
+}

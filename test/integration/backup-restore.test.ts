@@ -6,7 +6,7 @@
  * works on B without the file holding it. Damaged, cut-short and foreign files are refused and change nothing.
  * A reset empties data_dir: B is back on its own config file.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +15,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { call, waitFor } from '../helpers/http.js';
 import { cli, exited, killAll, waitReady } from '../helpers/spawn.js';
-import { listBackup } from '../helpers/backup.js';
+import { listBackup, makeTarGz } from '../helpers/backup.js';
 
 const TOKEN_A = 'token-of-gateway-a-0123456789';
 const TOKEN_B = 'token-of-gateway-b-9876543210';
@@ -120,10 +120,13 @@ test('a backup of A restored into a fresh B: same config, versions and history; 
   const damaged = Buffer.from(full.body);
   damaged[Math.floor(damaged.length / 2)]! ^= 0xff;
   const foreign = gzipSync(Buffer.from('just some text, not a tar archive\n'.repeat(100)));
+  // Another program's tar.gz, larger than the usual 1 MiB body limit (a restore takes more).
+  const otherTar = await makeTarGz([{ name: 'etc/passwd', data: randomBytes(2 << 20) }]);
   for (const [what, file, reason] of [
     ['cut short', cut, /not a complete shadowgate backup/],
     ['damaged', damaged, /not a complete shadowgate backup/],
     ['foreign gzip', foreign, /not a complete shadowgate backup|not a shadowgate backup/],
+    ['another tar.gz', otherTar, /not a shadowgate backup: it starts with "etc\/passwd"/],
     ['not gzip', Buffer.from('PK\x03\x04 a zip file'), /not a complete shadowgate backup/],
     ['empty', Buffer.alloc(0), /not a complete shadowgate backup|empty/],
   ] as const) {

@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert';
 import { stageRestore } from '../../src/runtime/backup-read.js';
 import { withHashedTokens } from '../../src/runtime/backup-format.js';
 import { writeBackup } from '../../src/runtime/backup-write.js';
+import { makeTarGz } from '../helpers/backup.js';
 
 let dir = '';
 test.before.each(async () => {
@@ -65,6 +66,20 @@ test('tokens are hashed, this gateway\'s are added, versions keep their numbers,
   const active = JSON.parse(await readFile(path.join(staged, 'active.json'), 'utf8')) as { base_sha256: string; version: number; config: unknown };
   assert.equal([active.base_sha256, active.version, active.config], ['abc', 8, expected]);
   assert.is((await readdir(path.join(staged, 'versions'))).length, 2, 'version 7 and the restore\'s 8');
+});
+
+test('a backup of a newer format, or one with an entry that would leave history/, is refused and nothing is staged', async () => {
+  const dataDir = path.join(dir, 'data');
+  await mkdir(dataDir);
+  const manifest = (v: number, history = false) => JSON.stringify({ format: 'shadowgate-backup', format_version: v, gateway_version: '9.0.0', gateway_id: 'gw', created: '', history });
+  const opts = { dataDir, baseSha: 'x', keepTokens: { tokens: [], read_tokens: [] }, dataDirValue: undefined, validate: () => {}, now: 0, source: 'test' };
+  const newer = await makeTarGz([{ name: 'manifest.json', data: manifest(99) }, { name: 'config.json', data: '{}' }, { name: 'versions.json', data: '[]' }]);
+  const err1 = await stageRestore(Readable.from([newer]), opts).then(() => null, (e: Error) => e);
+  assert.match(String(err1?.message), /format version 99, made by shadowgate 9\.0\.0; this gateway reads up to 1: update it first/);
+  const escape = await makeTarGz([{ name: 'manifest.json', data: manifest(1, true) }, { name: 'history/../../evil', data: 'x' }]);
+  const err2 = await stageRestore(Readable.from([escape]), opts).then(() => null, (e: Error) => e);
+  assert.match(String(err2?.message), /unsafe name/);
+  assert.equal(await readdir(dataDir), [], 'nothing staged, no leftovers');
 });
 
 test.run();
