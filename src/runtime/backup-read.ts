@@ -18,6 +18,9 @@ import { ENTRY, MAX_JSON_BYTES, checkManifest, checkVersions, historyPath, withH
 import { ConfigStore, type ConfigVersion } from './config-store.js';
 
 
+/** Where a restore is read into (one per process); left over only by a process that died meanwhile. */
+export const STAGING_PREFIX = '.restore-staging-';
+
 /** In the staged directory: where the restore came from and what it holds. */
 export const PENDING_INFO = 'restore.json';
 
@@ -137,7 +140,7 @@ async function readEntries(input: Readable | AsyncIterable<Buffer>, staging: str
 
 /** Reads, checks and stages a backup; resolves with what it holds, or rejects with a RestoreError saying why. */
 export async function stageRestore(input: Readable | AsyncIterable<Buffer>, opts: StageOptions): Promise<StageSummary> {
-  const staging = path.join(opts.dataDir, `.restore-staging-${process.pid}`);
+  const staging = path.join(opts.dataDir, `${STAGING_PREFIX}${process.pid}`);
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
   try {

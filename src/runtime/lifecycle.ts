@@ -14,7 +14,7 @@ import path from 'node:path';
 import { atomicWriteFile, fsyncDir } from '../util/atomic-file.js';
 import { LIFECYCLE_FILES as F } from '../util/lifecycle-files.js';
 import { LOCK_FILE } from './data-dir-lock.js';
-import { PENDING_INFO, RestoreError, stageRestore, type StageOptions } from './backup-read.js';
+import { PENDING_INFO, RestoreError, STAGING_PREFIX, stageRestore, type StageOptions } from './backup-read.js';
 
 export interface LifecycleStatus {
   action: 'restore' | 'reset';
@@ -81,8 +81,13 @@ export async function applyPending(opts: Omit<StageOptions, 'source'>, log: (msg
   const { dataDir } = opts;
   const at = new Date(opts.now).toISOString();
   let status: LifecycleStatus | undefined;
+  // A restore being read when the process died (power cut, kill): never renamed into place, so garbage.
+  for (const name of await readdir(dataDir)) {
+    if (name.startsWith(STAGING_PREFIX)) await rm(path.join(dataDir, name), { recursive: true, force: true });
+  }
   const resetMarker = path.join(dataDir, F.resetPending);
-  if (await exists(resetMarker)) {
+  const resetDone = await exists(resetMarker);
+  if (resetDone) {
     const asked = await readJsonFile(resetMarker);
     await reset(dataDir);
     await rm(resetMarker, { force: true });
@@ -108,6 +113,8 @@ export async function applyPending(opts: Omit<StageOptions, 'source'>, log: (msg
     status = { action: 'restore', ok: true, at, source: String(info.source ?? 'console'), message: describe(info) };
     log(status.message);
   }
+  // A reset followed by a restore (both on the boot partition): the outcome shown is the restore's, saying both.
+  if (status && resetDone && status.action === 'restore') status = { ...status, message: `factory reset, then ${status.message}` };
   if (status) await atomicWriteFile(path.join(dataDir, F.status), `${JSON.stringify(status)}\n`);
   return status;
 }
