@@ -163,6 +163,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       dataDir, store, version, clock, log: log.child({ part: 'lifecycle' }), baseSha: sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)),
       raw: () => manager.current(), running: () => manager.running(),
       validate: (next) => void validateConfig(next, { models: libraryModels, checkers: opts.checkers ?? [] }),
+      flushHistory: () => history.flush(),
       ...(opts.restart ? { restart: opts.restart } : {}), ...(lastLife ? { status: lastLife } : {}),
     });
     const system = createSystem({

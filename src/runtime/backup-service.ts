@@ -32,6 +32,8 @@ export interface LifecycleOptions {
   log: Logger;
   /** Restarts the process (main.ts under systemd); absent: the change waits for the next start. */
   restart?: () => void;
+  /** Writes history's buffered samples to disk (before a backup with history). */
+  flushHistory?: () => Promise<void>;
   /** The last restore or reset (lifecycle.ts), and whether this start carried it out, for /health/shadow. */
   status?: LifecycleStatus & { this_start: boolean };
 }
@@ -59,6 +61,9 @@ export function createLifecycle(opts: LifecycleOptions): LifecycleService {
       const id = running.gateway.id.replace(/[^A-Za-z0-9_.-]/g, '_');
       const name = `shadowgate-backup-${id}-${stamp(now)}${history ? '-history' : ''}.tar.gz`;
       const versions = await opts.store.all();
+      const withHistory = history && running.history.enable;
+      // The last seconds of samples are still in memory: on disk first, or the file misses them.
+      if (withHistory) await opts.flushHistory?.().catch((err: unknown) => log.warn({ err }, 'history not flushed before the backup'));
       res.writeHead(200, {
         'Content-Type': 'application/gzip',
         'Content-Disposition': `attachment; filename="${name}"`,
@@ -68,7 +73,7 @@ export function createLifecycle(opts: LifecycleOptions): LifecycleService {
       const started = performance.now();
       await writeBackup({
         raw: opts.raw(), versions, gatewayId: running.gateway.id, gatewayVersion: opts.version, now,
-        ...(history && running.history.enable ? { historyDir: path.join(opts.dataDir, 'history') } : {}),
+        ...(withHistory ? { historyDir: path.join(opts.dataDir, 'history') } : {}),
       }, res);
       log.info({ history, ms: Math.round(performance.now() - started) }, 'backup downloaded');
     },
