@@ -139,12 +139,15 @@ test('a backup of A restored into a fresh B: same config, versions and history; 
   assert.equal(await configFiles(dataB), before, 'B\'s configuration files are untouched');
   assert.equal((await readdir(dataB)).filter((n) => /restore/.test(n)), [], 'nothing staged');
 
+  const t0 = performance.now();
   const ok = await restore(b.port, TOKEN_B, full.body);
+  const checked = performance.now() - t0;
   assert.ok(ok.body.success, ok.body.errorMsg);
   assert.is(ok.body.data.gateway_id, 'gw-a');
   assert.is(ok.body.data.restarting, true);
   assert.is(await exited(b.child, 15_000), 75, 'B restarts to apply it');
   const b2 = await start('gw-b');
+  console.log(`restore: checked and staged in ${checked.toFixed(0)} ms; back up with it after ${(performance.now() - t0).toFixed(0)} ms (process start included)`);
   // A's token works on B; B's own keeps working (the console that restored stays logged in).
   const configB = await call<Record<string, unknown>>(b2.port, '/api/v1/config', { headers: auth(TOKEN_A) });
   assert.ok(configB.body.success, configB.body.errorMsg);
