@@ -6,7 +6,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { ConfigChecker } from './config/load.js';
+import { validateConfig, type ConfigChecker } from './config/load.js';
 import { readModelLibrary } from './config/models.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Clock } from './core/clock.js';
@@ -42,6 +42,8 @@ import { DataDirDamage } from './store/damage.js';
 import { checkExportFiles } from './runtime/data-check.js';
 import { consoleUrl, haDeviceInfo, haPointInfo, hostAddress } from './runtime/ha-info.js';
 import { mountHomeAssistant } from './api/homeassistant-routes.js';
+import { createLifecycle } from './runtime/backup-service.js';
+import { lastLifecycle, type LifecycleStatus } from './runtime/lifecycle.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -81,6 +83,8 @@ export interface GatewayOptions {
    * systemd: a clean stop, then an exit status the unit starts again. Absent: the gateway says it cannot.
    */
   restart?: () => void;
+  /** What main.ts restored or reset at this start (runtime/lifecycle.ts); else the last outcome kept in data_dir. */
+  lifecycle?: LifecycleStatus;
 }
 
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
@@ -136,9 +140,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now(), 'file');
     }
     const library = readModelLibrary();
+    const libraryModels = Object.fromEntries(Object.entries(library.models).map(([name, m]) => [name, m.raw]));
     const manager = new ConfigManager({
       raw, config, buses, store, clock, log: log.child({ part: 'config' }),
-      models: Object.fromEntries(Object.entries(library.models).map(([name, m]) => [name, m.raw])),
+      models: libraryModels,
       checkers: opts.checkers ?? [],
       onLogLevel: (level) => {
         log.level = level;
@@ -152,6 +157,14 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     }
     const partStats = (): Record<string, Record<string, unknown>> => ({
       mqtt: exporter.stats(), history: history.stats(), eventLoop: eventLoop.stats(), modbusServers: modbusServers.stats(),
+    });
+    const lastLife = opts.lifecycle ? { ...opts.lifecycle, this_start: true } : await lastLifecycle(dataDir).then((s) => (s ? { ...s, this_start: false } : undefined));
+    const lifecycle = createLifecycle({
+      dataDir, store, version, clock, log: log.child({ part: 'lifecycle' }), baseSha: sha256(opts.fileText ?? JSON.stringify(opts.raw ?? config)),
+      raw: () => manager.current(), running: () => manager.running(),
+      validate: (next) => void validateConfig(next, { models: libraryModels, checkers: opts.checkers ?? [] }),
+      flushHistory: () => history.flush(),
+      ...(opts.restart ? { restart: opts.restart } : {}), ...(lastLife ? { status: lastLife } : {}),
     });
     const system = createSystem({
       buses, dataDir, clock, version, log,
@@ -169,7 +182,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const http = await parts.start(createHttpPart({
       host: config.http.host, port: config.http.port,
       api: {
-        shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system,
+        shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle,
         health: () => buildHealth({
           shadow, persist: persistence.stats(),
           buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
@@ -177,6 +190,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           dataDir: { damaged: damage.list(), lost: damage.lost },
           fileDrift: manager.fileDrift(),
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
+          ...(lastLife ? { lifecycle: lastLife } : {}),
         }),
       },
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),

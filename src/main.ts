@@ -15,7 +15,9 @@ import { runHashPassword } from './cli/hash-password.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
 import { readBootStatus } from './config/boot-status.js';
-import { readActiveConfig } from './runtime/config-store.js';
+import { readActiveConfig, sha256 } from './runtime/config-store.js';
+import { applyPending, type LifecycleStatus } from './runtime/lifecycle.js';
+import { tokensOf } from './runtime/backup-format.js';
 import { lockDataDir, type DataDirLock } from './runtime/data-dir-lock.js';
 import { describeStartupFailure } from './runtime/startup-failure.js';
 import { DataDirDamage } from './store/damage.js';
@@ -82,6 +84,18 @@ async function withActive(file: string, loaded: Loaded, damage: DataDirDamage): 
   }
 }
 
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What a restore applied at start needs of the file's config: its tokens stay valid, its data_dir stays. */
+function pendingOptions(loaded: Loaded): Parameters<typeof applyPending>[0] {
+  const raw = isObj(loaded.raw) ? loaded.raw : {};
+  return {
+    dataDir: loaded.config.gateway.data_dir, baseSha: sha256(loaded.text), now: Date.now(), keepTokens: tokensOf(raw),
+    dataDirValue: isObj(raw.gateway) ? raw.gateway.data_dir : undefined,
+    validate: (next) => void validateConfig(next, { checkers: CHECKERS }),
+  };
+}
+
 /** A start-up failure the user can fix: one line naming the cause and the setting, exit 1; anything else is a bug. */
 function explainStartup(err: unknown, config: GatewayConfig): number {
   const line = describeStartupFailure(err, config);
@@ -109,6 +123,16 @@ async function run(file: string): Promise<number> {
   } catch (err) {
     return explainStartup(err, fromFile.config);
   }
+  // A restore or reset asked for (REST, the boot partition) is carried out now, before anything in data_dir is read.
+  let lifecycle: LifecycleStatus | undefined;
+  const lifecycleLines: string[] = [];
+  try {
+    lifecycle = await applyPending(pendingOptions(fromFile), (line) => lifecycleLines.push(line));
+  } catch (err) {
+    await lock.release();
+    process.stderr.write(`shadowgate: the restore or reset asked for could not be carried out: ${(err as Error).message}\n`);
+    return 1;
+  }
   const damage = new DataDirDamage(fromFile.config.gateway.data_dir);
   const loaded = await withActive(file, fromFile, damage);
   if (loaded.config.gateway.data_dir !== fromFile.config.gateway.data_dir) {
@@ -127,6 +151,7 @@ async function run(file: string): Promise<number> {
   const log = createLogger(config.gateway.log_level, ring);
   damage.attach(log);
   const bootStatus = await loadBootStatus(log);
+  for (const line of lifecycleLines) log.warn(line);
   // systemd Type=notify: READY after start, WATCHDOG from this event loop, STOPPING on shutdown.
   const sd = startSdNotify(log);
   // Only under systemd (it sets INVOCATION_ID for every start of a unit) does an exit come back as a restart.
@@ -136,6 +161,7 @@ async function run(file: string): Promise<number> {
   try {
     gateway = await startGateway(config, {
       log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, routes: [], damage, ...(bootStatus ? { bootStatus } : {}), ...restart,
+      ...(lifecycle ? { lifecycle } : {}),
     });
   } catch (err) {
     sd.close();

@@ -1,21 +1,20 @@
 /**
  * Bearer-token check: with tokens configured, writes need one (reads too with protect_reads); without
- * tokens the API is open (DESIGN §4). `read_tokens` pass reads only. Tokens are compared in constant time
- * over their SHA-256 digests, so neither the content nor the length of a configured token leaks through
- * timing. A browser cannot set headers on a WebSocket, so the event stream also takes `?token=`.
+ * tokens the API is open (DESIGN §4). `read_tokens` pass reads only. A configured entry may be a token's
+ * SHA-256 (`sha256:<hex>`, as a restored backup has them). Tokens are compared in constant time over their
+ * SHA-256 digests, so neither the content nor the length of a configured token leaks through timing. A browser cannot set headers on a WebSocket, so the event stream also takes `?token=`.
  * Guessing is slowed per source address (src/util/auth-backoff.ts): a wrong token's 401 is held, and while
  * a source is blocked its tokens are not judged at all (429).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { GatewayConfig } from '../config/types.js';
 import { FailureBackoff, sourceKey } from '../util/auth-backoff.js';
+import { entryDigest, tokenDigest } from '../util/token-hash.js';
 import { HttpError } from './envelope.js';
 
 /** `admin`: reads that reveal secrets (the whole config with its tokens): the write scope. */
 export type Access = 'read' | 'write' | 'admin';
-
-const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 const anyMatch = (given: Buffer, list: readonly Buffer[]): boolean => {
   let ok = false;
@@ -61,8 +60,9 @@ export interface AuthChecker {
 }
 
 export function createAuth(cfg: AuthConfig): AuthChecker {
-  const writers = cfg.tokens.filter((t) => t.length > 0).map(digest);
-  const readers = (cfg.read_tokens ?? []).filter((t) => t.length > 0).map(digest);
+  // An entry may be the token or its hash (`sha256:<hex>`, util/token-hash.ts): both are a digest here.
+  const writers = cfg.tokens.filter((t) => t.length > 0).map(entryDigest);
+  const readers = (cfg.read_tokens ?? []).filter((t) => t.length > 0).map(entryDigest);
   const open = writers.length === 0;
   const backoff = tableFor(cfg);
   /** The scope of the token sent: judged only when its source is not blocked; a wrong one counts as a failure. */
@@ -75,7 +75,7 @@ export function createAuth(cfg: AuthConfig): AuthChecker {
       const s = String(Math.ceil(wait / 1000));
       throw new HttpError(429, `too many failed attempts: retry in ${s} s`, { 'Retry-After': s });
     }
-    const given = digest(token);
+    const given = tokenDigest(token);
     if (anyMatch(given, writers)) {
       backoff.succeed(source);
       return 'write';

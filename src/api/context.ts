@@ -26,6 +26,12 @@ export interface RouteKit {
   base: string;
   /** Registers `method path` (path relative to `base`): auth for `access`, body read for POST/PUT, envelope out. */
   route(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, access: Access, fn: RouteFn): void;
+  /**
+   * A route that reads the request body itself (up to `maxBody` bytes instead of the usual limit) or writes
+   * its own response (a download): auth for `access` as `route`; what `fn` returns goes out as the envelope
+   * unless it has answered.
+   */
+  stream(method: 'GET' | 'POST', path: string, access: Access, maxBody: number, fn: (req: ApiRequest, res: ServerResponse) => Promise<unknown>): void;
 }
 
 export interface ConfigProblem {
@@ -93,6 +99,18 @@ export interface SystemService {
   restart(): { restarting: true };
 }
 
+/** Backup, restore and factory reset (src/runtime/backup-service.ts implements it). */
+export interface LifecycleService {
+  /** Writes the backup file as the response (headers and body); with `history`, the history files too. */
+  backup(res: ServerResponse, opts: { history: boolean }): Promise<void>;
+  /** Reads and checks a backup file whole, stages it, and restarts to apply it; refused (nothing changed) when bad. */
+  restore(body: AsyncIterable<Buffer>): Promise<Record<string, unknown> & { restarting: boolean; message: string }>;
+  /** Resets when `confirm` is the gateway's id: data_dir is emptied at the restart that follows. */
+  reset(confirm: unknown): Promise<{ restarting: boolean; message: string }>;
+  /** For the console: the id a reset must be confirmed with, whether the gateway restarts itself, the last outcome. */
+  info(): { gateway_id: string; restart_available: boolean; last: unknown };
+}
+
 export interface ApiContext {
   shadow: Shadow;
   io: DeviceIO;
@@ -102,6 +120,7 @@ export interface ApiContext {
   /** Live configuration and system pages (absent in tests that mount the API alone). */
   config?: ConfigService;
   system?: SystemService;
+  lifecycle?: LifecycleService;
   /** Extra routes (history) mounted by the lead; use `kit.route` to get auth, body limit and the envelope. */
   extraRoutes?: (app: ApiApp, kit: RouteKit) => void;
 }

@@ -15,9 +15,11 @@ export interface HealthInputs {
   dataDir?: { damaged: readonly unknown[]; lost: boolean };
   /** An edited config file undid console changes at this start (runtime/config-manager.ts): shown, not degrading. */
   fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[] } | null;
+  /** The last restore or reset (runtime/lifecycle.ts), shown as `lifecycle`; one that failed at this start degrades the report. */
+  lifecycle?: { ok: boolean; this_start: boolean; [key: string]: unknown };
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -29,6 +31,8 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
   if (bootStatus?.ok === false) status = 'degraded';
   // A damaged file was set aside at start: the gateway serves without what it held (a repaired torn tail does not count).
   if (dataDir?.lost) status = 'degraded';
+  // A backup left on the boot partition was refused: the gateway runs on what it had, and the user must hear why.
+  if (lifecycle && !lifecycle.ok && lifecycle.this_start) status = 'degraded';
   if (buses.configured.length > 0 && running.length === 0) status = 'unhealthy';
   return {
     status,
@@ -44,6 +48,7 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
       },
       ...extra,
       ...(bootStatus ? { boot_config: bootStatus } : {}),
+      ...(lifecycle ? { lifecycle } : {}),
       ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
       // The paths can name MQTT users: the list itself is behind the write token (GET /config/file-drift).
       ...(fileDrift ? { config_file: { console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length, details: '/api/v1/config/file-drift' } } : {}),

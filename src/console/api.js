@@ -15,13 +15,12 @@ export class ApiError extends Error {
   }
 }
 
-/** GET/POST/PUT/DELETE under /api/v1; resolves with the envelope's data, rejects with its errorMsg. */
-export async function api(path, { method = 'GET', body, raw = false } = {}) {
+/** fetch with the session's token; a 401 asks for a token once and tries again. */
+export async function authorizedFetch(url, { method = 'GET', headers = {}, body } = {}) {
   for (let attempt = 0; ; attempt++) {
-    const headers = {};
-    if (token()) headers.authorization = `Bearer ${token()}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(raw ? path : `/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const h = { ...headers };
+    if (token()) h.authorization = `Bearer ${token()}`;
+    const res = await fetch(url, { method, headers: h, body });
     if (res.status === 401 && attempt === 0 && askToken) {
       const reason = await res.json().then((e) => e.errorMsg, () => 'authorization required');
       const given = await askToken(reason);
@@ -30,14 +29,26 @@ export async function api(path, { method = 'GET', body, raw = false } = {}) {
         continue;
       }
     }
-    if (raw) {
-      if (!res.ok) throw new ApiError(`${res.status} ${res.statusText}`);
-      return res.text();
-    }
-    const env = await res.json().catch(() => ({ success: false, errorMsg: `${res.status} ${res.statusText}` }));
-    if (!env.success) throw new ApiError(env.errorMsg || `request failed (${res.status})`, env.data);
-    return env.data;
+    return res;
   }
+}
+
+/** GET/POST/PUT/DELETE under /api/v1; resolves with the envelope's data, rejects with its errorMsg. */
+export async function api(path, { method = 'GET', body, raw = false } = {}) {
+  const headers = body === undefined ? {} : { 'content-type': 'application/json' };
+  const res = await authorizedFetch(raw ? path : `/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (raw) {
+    if (!res.ok) throw new ApiError(`${res.status} ${res.statusText}`);
+    return res.text();
+  }
+  return unwrap(res);
+}
+
+/** The envelope's data, or an ApiError with its errorMsg. */
+export async function unwrap(res) {
+  const env = await res.json().catch(() => ({ success: false, errorMsg: `${res.status} ${res.statusText}` }));
+  if (!env.success) throw new ApiError(env.errorMsg || `request failed (${res.status})`, env.data);
+  return env.data;
 }
 
 /**

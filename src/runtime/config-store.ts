@@ -93,6 +93,23 @@ export class ConfigStore {
     return version;
   }
 
+  /** Puts versions in with their own numbers (a restored backup's rollback points); the newest KEEP stay. */
+  async importVersions(entries: readonly ConfigVersion[]): Promise<void> {
+    const kept = [...entries].sort((a, b) => b.version - a.version).slice(0, KEEP);
+    for (const entry of kept) await this.must().setItem(`v${entry.version}`, entry);
+    this.latest = Math.max(this.latest, ...kept.map((e) => e.version));
+  }
+
+  /** Every kept version with its config, oldest first (a backup's versions.json). */
+  async all(): Promise<ConfigVersion[]> {
+    const out: ConfigVersion[] = [];
+    for (const v of (await this.keys()).sort((a, b) => a - b)) {
+      const entry = await this.get(v);
+      if (entry) out.push(entry);
+    }
+    return out;
+  }
+
   /** The newest version with its config, if any. */
   async latestVersion(): Promise<ConfigVersion | undefined> {
     return this.latest > 0 ? this.get(this.latest) : undefined;

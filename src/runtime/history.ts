@@ -20,6 +20,8 @@ import type { Part } from '../core/lifecycle.js';
 export interface HistoryPart extends Part {
   routes(app: ApiApp, kit: RouteKit): void;
   stats(): Record<string, unknown>;
+  /** Writes the buffered samples now (a backup then holds them). */
+  flush(): Promise<void>;
 }
 
 export function createHistoryPart(
@@ -78,6 +80,10 @@ export function createHistoryPart(
         flag(await historyQuery(ready(), knownPoint, req.query, clock.now()), () => 0));
       kit.route('GET', '/history/aggregate', 'read', async (req) =>
         flag(await historyAggregate(ready(), knownPoint, req.query, clock.now()), () => bucketSpan(req.query)));
+    },
+    async flush() {
+      await store?.flush();
+      await unsynced.flush();
     },
     stats: () => (store ? { ...store.stats(), unsyncedRanges: unsynced.list.length } : { enabled: false, ...(openError ? { error: openError } : {}) }),
     async stop() {

@@ -1,4 +1,5 @@
 /** Bearer-token auth: writes need a token when tokens are set, reads too with protect_reads, open without tokens. */
+import { createHash } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { call, get, postJson, withApi } from './helpers.js';
@@ -37,6 +38,17 @@ test('tokens set: a wrong token or a wrong scheme → 401; the right one (either
     assert.is((await get(api, WRITE, { authorization: 'bearer second' })).body.success, true);
     assert.is(api.io.writes.length, 2);
   }));
+
+test('a token configured as its SHA-256 (a restored backup\'s) opens writes; its hash text itself does not', () => {
+  const hash = `sha256:${createHash('sha256').update('s3cret-token').digest('hex')}`;
+  return withApi({ tokens: [hash] }, async (api) => {
+    assert.is((await get(api, WRITE)).status, 401);
+    assert.is((await get(api, WRITE, { authorization: `Bearer ${hash}` })).status, 401, 'the hash is not a token');
+    assert.is((await get(api, WRITE, { authorization: 'Bearer s3cret-tokeN' })).status, 401);
+    assert.is((await get(api, WRITE, { authorization: 'Bearer s3cret-token' })).body.success, true);
+    assert.is(api.io.writes.length, 1);
+  });
+});
 
 test('tokens set without protect_reads: reads stay open', () =>
   withApi({ tokens: ['s3cret-token'] }, async (api) => {
