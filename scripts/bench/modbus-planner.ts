@@ -7,9 +7,8 @@
  * 3. a saturated bus (modbus-saturated.ts): the worst device's cycle period vs the replay floor — target ≤ 1.15×.
  * Run alone: `node --import tsx scripts/bench/modbus-planner.ts`; `make bench` calls benchModbus().
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { validateConfig, resolveDevices } from '../../src/config/load.js';
 import type { ModbusPointBlock } from '../../src/config/types.js';
@@ -20,7 +19,7 @@ import { pointWidth } from '../../src/protocol/modbus/codec.js';
 import { planCostMs, planReads, type PlanPoint, type ReadRequest } from '../../src/protocol/modbus/planner.js';
 import { charMs, dataBytes, rtuCostModel, silenceMs } from '../../src/protocol/modbus/wire-cost.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { startBaudRelay } from '../modbus-rig/baud-relay.js';
+import { RelayRig } from '../../test/drivers/modbus-relay-rig.js';
 import { saturatedBus } from './modbus-saturated.js';
 import type { Result } from './report.js';
 
@@ -80,45 +79,15 @@ function wireLimitMs(requests: readonly ReadRequest[], baud: number): number {
   return requests.reduce((sum, r) => sum + (8 + 5 + dataBytes(r.table, r.count)) * charMs(baud) + 2 * silenceMs(baud), 0);
 }
 
-function kill(child: ChildProcess | null): Promise<void> {
-  if (!child || child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const hard = setTimeout(() => child.kill('SIGKILL'), 1500);
-    child.once('exit', () => { clearTimeout(hard); resolve(); });
-    child.kill('SIGTERM');
-  });
-}
-
-async function waitFor(fn: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 export async function measuredCycle(baud: number, rounds = 5): Promise<Result> {
   const roundMs = baud >= 19_200 ? 700 : 1200;
-  const dir = mkdtempSync(join(tmpdir(), 'sg-modbus-bench-'));
-  const link = (n: string): string => join(dir, n);
-  const procs: ChildProcess[] = [];
-  let relay: Awaited<ReturnType<typeof startBaudRelay>> | null = null;
+  const rig = new RelayRig('1,2,3', baud);
   let driver: ReturnType<typeof createModbusRtuDriver> | null = null;
   try {
-    // gateway <-> [A|A'] <-relay-> [B'|B] <-> pymodbus slave
-    for (const [x, y] of [['A', 'Ar'], ['Br', 'B']]) {
-      procs.push(spawn('socat', [`pty,raw,echo=0,link=${link(x!)}`, `pty,raw,echo=0,link=${link(y!)}`], { stdio: 'ignore' }));
-    }
-    await waitFor(() => ['A', 'Ar', 'Br', 'B'].every((n) => existsSync(link(n))), 5000, 'socat links');
-    const slave = spawn('/usr/bin/python3', ['scripts/modbus-rig/slave.py', '--rtu', link('B'), '--units', '1,2,3', '--baud', String(baud)], { stdio: ['ignore', 'pipe', 'ignore'] });
-    procs.push(slave);
-    let ready = '';
-    slave.stdout!.on('data', (d: Buffer) => (ready += d.toString()));
-    await waitFor(() => ready.includes('READY'), 10_000, 'slave');
-    relay = await startBaudRelay(link('Ar'), link('Br'), baud);
+    await rig.start();
     const config = validateConfig({
       gateway: { id: 'bench' },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: link('A'), baud_rate: baud, timeout: '1s' }],
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: baud, timeout: '1s' }],
       // Every device due at the same instant each round: the round's length is the bus's poll cycle.
       devices: [
         { id: 'sdm120', model: 'eastron-sdm120', bus: 'rs485', unit_id: 1, poll: `${roundMs}ms` },
@@ -156,9 +125,7 @@ export async function measuredCycle(baud: number, rounds = 5): Promise<Result> {
     };
   } finally {
     await driver?.stop();
-    await relay?.stop();
-    for (const p of procs.reverse()) await kill(p);
-    rmSync(dir, { recursive: true, force: true });
+    await rig.stop();
   }
 }
 

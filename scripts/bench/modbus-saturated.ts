@@ -7,10 +7,7 @@
  * device's period, its ratio to the floor, the wire limit of one round and the configuration.
  * Run alone: `node --import tsx scripts/bench/modbus-saturated.ts`; `make bench` calls it from benchModbus().
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { resolveDevices, validateConfig } from '../../src/config/load.js';
 import { systemClock } from '../../src/core/clock.js';
 import { createModbusRtuDriver } from '../../src/drivers/modbus-rtu.js';
@@ -18,7 +15,8 @@ import { pointWidth } from '../../src/protocol/modbus/codec.js';
 import { planReads, type ReadRequest } from '../../src/protocol/modbus/planner.js';
 import { charMs, dataBytes, rtuCostModel, silenceMs } from '../../src/protocol/modbus/wire-cost.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { startBaudRelay } from '../modbus-rig/baud-relay.js';
+import { RelayRig } from '../../test/drivers/modbus-relay-rig.js';
+import { kill, waitFor } from '../../test/drivers/modbus-rig.js';
 import { unitFlags } from './modbus-bus/gateway.js';
 import type { Result } from './report.js';
 
@@ -37,23 +35,6 @@ const DEVICES = [
   { id: 'sensor-4', model: 'small', unit_id: 4 },
 ];
 
-function kill(child: ChildProcess | null, ms = 1500): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const hard = setTimeout(() => child.kill('SIGKILL'), ms);
-    child.once('exit', () => { clearTimeout(hard); resolve(); });
-    child.kill('SIGTERM');
-  });
-}
-
-async function waitFor(fn: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 /** The plan's requests sent back to back by the bare loop: ms per round of every device's requests. */
 async function replayFloor(port: string, baud: number, requests: readonly (ReadRequest & { unit: number })[]): Promise<number> {
   const fc = { coil: 1, discrete: 2, holding: 3, input: 4 } as const;
@@ -63,7 +44,7 @@ async function replayFloor(port: string, baud: number, requests: readonly (ReadR
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   try {
-    await waitFor(() => out.includes('READY') || child.exitCode !== null, 10_000, 'reference master READY');
+    await waitFor('reference master READY', () => out.includes('READY') || child.exitCode !== null, 10_000);
     // It counts requests from READY to SIGTERM: their rate over that time is what a round costs.
     const t0 = performance.now();
     await sleep(WINDOW_MS / 2);
@@ -81,26 +62,13 @@ async function replayFloor(port: string, baud: number, requests: readonly (ReadR
 }
 
 export async function saturatedBus(baud = 9600): Promise<Result> {
-  const dir = mkdtempSync(join(tmpdir(), 'sg-saturated-bench-'));
-  const link = (n: string): string => join(dir, n);
-  const procs: ChildProcess[] = [];
-  let relay: Awaited<ReturnType<typeof startBaudRelay>> | null = null;
+  const rig = new RelayRig('1,2,3,4', baud);
   let driver: ReturnType<typeof createModbusRtuDriver> | null = null;
   try {
-    // gateway <-> [A|A'] <-relay-> [B'|B] <-> pymodbus slave
-    for (const [x, y] of [['A', 'Ar'], ['Br', 'B']]) {
-      procs.push(spawn('socat', [`pty,raw,echo=0,link=${link(x!)}`, `pty,raw,echo=0,link=${link(y!)}`], { stdio: 'ignore' }));
-    }
-    await waitFor(() => ['A', 'Ar', 'Br', 'B'].every((n) => existsSync(link(n))), 5000, 'socat links');
-    const slave = spawn('/usr/bin/python3', ['scripts/modbus-rig/slave.py', '--rtu', link('B'), '--units', '1,2,3,4', '--baud', String(baud)], { stdio: ['ignore', 'pipe', 'ignore'] });
-    procs.push(slave);
-    let ready = '';
-    slave.stdout!.on('data', (d: Buffer) => (ready += d.toString()));
-    await waitFor(() => ready.includes('READY'), 10_000, 'slave');
-    relay = await startBaudRelay(link('Ar'), link('Br'), baud);
+    await rig.start();
     const config = validateConfig({
       gateway: { id: 'bench' },
-      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: link('A'), baud_rate: baud, timeout: '1s' }],
+      buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: baud, timeout: '1s' }],
       models: { small },
       devices: DEVICES.map((d) => ({ ...d, bus: 'rs485', poll: `${POLL_MS}ms` })),
     }, { env: {} });
@@ -110,7 +78,7 @@ export async function saturatedBus(baud = 9600): Promise<Result> {
       .map((r) => ({ ...r, unit: d.config.unit_id as number })));
     const perDevice = DEVICES.map((d) => requests.filter((r) => r.unit === d.unit_id).length);
     const wire = requests.reduce((sum, r) => sum + (8 + 5 + dataBytes(r.table, r.count)) * charMs(baud) + 2 * silenceMs(baud), 0);
-    const floor = await replayFloor(link('A'), baud, requests);
+    const floor = await replayFloor(rig.master, baud, requests);
 
     const cycles = new Map<string, number[]>();
     let failures = 0;
@@ -139,9 +107,7 @@ export async function saturatedBus(baud = 9600): Promise<Result> {
     };
   } finally {
     await driver?.stop();
-    await relay?.stop();
-    for (const p of procs.reverse()) await kill(p);
-    rmSync(dir, { recursive: true, force: true });
+    await rig.stop();
   }
 }
 

@@ -11,6 +11,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runThrowaway } from './throwaway.js';
 
 const [workDir] = process.argv.slice(2);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -195,8 +196,7 @@ async function exercise(result: Record<string, unknown>): Promise<Record<string,
   return result;
 }
 
-const timer = setTimeout(() => {
-  console.log(JSON.stringify({ error: 'gateway runner timed out', gatewayStdout: gatewayOut.slice(-4000), gatewayStderr: gatewayErr.slice(-4000) }));
+runThrowaway(main, 16_000, () => {
   if (gateway?.pid !== undefined) {
     try {
       process.kill(gateway.pid, 'SIGKILL');
@@ -204,17 +204,5 @@ const timer = setTimeout(() => {
       // Already gone.
     }
   }
-  process.exit(3);
-}, 16_000);
-main().then(
-  (result) => {
-    console.log(JSON.stringify(result));
-    clearTimeout(timer);
-    // A throwaway process: do not wait on handles the children may have left.
-    process.exit(0);
-  },
-  (e) => {
-    console.log(JSON.stringify({ error: String(e?.stack ?? e) }));
-    process.exit(1);
-  },
-);
+  return { gatewayStdout: gatewayOut.slice(-4000), gatewayStderr: gatewayErr.slice(-4000) };
+});

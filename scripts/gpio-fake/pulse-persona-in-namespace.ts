@@ -14,6 +14,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RawModbusClient, read } from '../../test/helpers/modbus-tcp-client.js';
+import { runThrowaway } from './throwaway.js';
 
 const [workDir] = process.argv.slice(2);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -205,8 +206,7 @@ async function main(): Promise<Record<string, unknown>> {
   }
 }
 
-const timer = setTimeout(() => {
-  console.log(JSON.stringify({ error: 'pulse persona runner timed out', gateway: running.at(-1)?.out() }));
+runThrowaway(main, 35_000, () => {
   for (const run of running) {
     try {
       if (run.child.pid !== undefined) process.kill(run.child.pid, 'SIGKILL');
@@ -214,17 +214,5 @@ const timer = setTimeout(() => {
       // Already gone.
     }
   }
-  process.exit(3);
-}, 35_000);
-main().then(
-  (result) => {
-    console.log(JSON.stringify(result));
-    clearTimeout(timer);
-    // A throwaway process: do not wait on handles the children may have left.
-    process.exit(0);
-  },
-  (e) => {
-    console.log(JSON.stringify({ error: String(e?.stack ?? e) }));
-    process.exit(1);
-  },
-);
+  return { gateway: running.at(-1)?.out() };
+});

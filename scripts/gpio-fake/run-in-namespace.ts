@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import type { PointConfig, ResolvedDevice } from '../../src/config/types.js';
 import { createGpioDriver } from '../../src/drivers/gpio.js';
 import type { RawValue } from '../../src/drivers/types.js';
+import { runThrowaway } from './throwaway.js';
 
 const [scenario = 'pi5', board] = process.argv.slice(2);
 const BASES: Record<string, number> = { pi4: 512, pi5: 571 };
@@ -138,19 +139,4 @@ async function exercise(result: Record<string, unknown>): Promise<Record<string,
   return result;
 }
 
-const timer = setTimeout(() => {
-  console.log(JSON.stringify({ error: 'runner timed out' }));
-  process.exit(3);
-}, 20_000);
-main().then(
-  (result) => {
-    console.log(JSON.stringify(result));
-    clearTimeout(timer);
-    // onoff's epoll watcher may keep the loop alive; this is a throwaway process.
-    process.exit(0);
-  },
-  (e) => {
-    console.log(JSON.stringify({ error: String(e?.stack ?? e) }));
-    process.exit(1);
-  },
-);
+runThrowaway(main, 20_000, () => ({}));
