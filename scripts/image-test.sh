@@ -12,7 +12,7 @@
 # SHADOWGATE_IMAGE_TEST=0 skips it the same way (say so; never a silent pass).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-CHECKS=17
+CHECKS=26
 PASS=0 FAIL=0 SKIP=0
 ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
 bad() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
@@ -240,6 +240,34 @@ for k in $(seq 2 $((1 + ${SHADOWGATE_IMAGE_CUTS:-1}))); do
   json_ok "$health" 'j.success && j.data.checks.persistence.ok' && [ "${problems:-1}" = 0 ]
   result "power cut $k (random moment): the gateway is back, persistence healthy, no damaged file" || after_cut_failed $boots
 done
+
+# Backup and restore as a user does them: a backup (with history) downloaded over REST, then a card reset and
+# the backup restored from the boot partition — both files put there, in one boot (the reset goes first), the
+# config file made valid again as a user would. The old token must work again, the reset's new token file
+# shows that the reset happened, and both files are gone from the boot partition so they apply once.
+backup=$T/backup.tar.gz
+code=$(api -H "Authorization: Bearer $token" -o "$backup" -w '%{http_code}' "http://127.0.0.1:$HP/api/v1/system/backup?history=true")
+first=$(tar tzf "$backup" 2>/dev/null | head -n 3 | tr '\n' ' ')
+[ "$code" = 200 ] && [ "$first" = "manifest.json config.json versions.json " ] && [ "$(zcat "$backup" | grep -ac "$token")" = 0 ]
+result "backup over REST: $(stat -c %s "$backup" 2>/dev/null) bytes with history, manifest first, no plain token (HTTP $code)"
+ssh_vm 'mount -o remount,rw /boot/firmware && cat > /boot/firmware/shadowgate-restore.tar.gz' < "$backup"
+ssh_vm 'cat > /boot/firmware/shadowgate.json && : > /boot/firmware/shadowgate-factory-reset && sync && systemctl reboot' < "$T/shadowgate.json"
+say "rebooting with a factory reset and a backup to restore on the boot partition"
+boots=$((boots + 1))
+if boot_wait $boots; then
+  health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
+  left=$(ssh_vm 'ls /boot/firmware; findmnt -no OPTIONS /boot/firmware | cut -d, -f1')
+  token3=$(ssh_vm cat /data/config/api-token)
+  config=$(api -H "Authorization: Bearer $token" "http://127.0.0.1:$HP/api/v1/config")
+  json_ok "$health" 'j.data.checks.lifecycle?.action === "restore" && j.data.checks.lifecycle.ok === true && /factory reset/.test(j.data.checks.lifecycle.message)' &&
+    json_ok "$config" 'j.success && JSON.stringify(j.data).includes("added-live")' &&
+    [ -n "$token3" ] && [ "$token3" != "$token" ] &&
+    ! printf '%s\n' "$left" | grep -q 'shadowgate-restore\|shadowgate-factory-reset' && printf '%s\n' "$left" | tail -n 1 | grep -qx ro
+  result "reset + restore from the boot partition: the backup's config and old token are back, a new token file, the files applied once" ||
+    { echo "# lifecycle: $(printf '%s' "$health" | head -c 600)"; echo "# boot partition: $left"; after_cut_failed $boots; }
+else
+  bad "boot with a reset and a restore on the boot partition reaches the selftest"; show_console
+fi
 
 ssh_vm 'systemctl poweroff' || true
 i=0; while kill -0 "$QPID" 2>/dev/null && [ $i -lt 90 ]; do sleep 1; i=$((i + 1)); done
