@@ -5,6 +5,7 @@
  * token gets past auth (any answer but 401/429). A route is a write route when its scope says so or when
  * its method is not GET/HEAD — a POST registered as a read is itself a finding.
  */
+import http from 'node:http';
 import { api } from '../bad-input/checks.js';
 import type { Gateway, Secrets } from '../bad-input/gateway.js';
 
@@ -47,7 +48,36 @@ export async function checkRoute(gw: Gateway, s: Secrets, r: Route, from: string
   // From its own address: one wrong token per source keeps the backoff (tested apart) out of the way.
   await expect401('wrong token', `x${s.writeToken}`, /^invalid token$/, from);
   await expect401('read token', s.readToken, /^this token may only read$/);
-  const ok = await ask(s.writeToken);
-  if (ok.status === 401 || ok.status === 429 || typeof ok.body.success !== 'boolean') problems.push(`write token: ${ok.status} ${ok.body.errorMsg}`);
+  const ok = await passWithWriteToken(gw.http, r, s.writeToken, body);
+  if (ok) problems.push(`write token: ${ok}`);
   return { route: `${r.method} ${r.path}`, problems };
+}
+
+/**
+ * The write token gets past auth: an envelope that is not 401/429, or a download (the backup: a 200 with
+ * Content-Disposition attachment, not JSON). Returns the problem, or '' when it passed.
+ */
+function passWithWriteToken(port: number, r: Route, token: string, body: unknown): Promise<string> {
+  const data = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...(data ? { 'content-type': 'application/json' } : {}) };
+  return new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: r.path, method: r.method, headers, agent: false, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        if (status === 401 || status === 429) return resolve(`${status}`);
+        if (status === 200 && /^attachment/.test(res.headers['content-disposition'] ?? '')) return resolve('');
+        try {
+          const e = JSON.parse(Buffer.concat(chunks).toString()) as { success?: unknown; errorMsg?: string };
+          resolve(typeof e.success === 'boolean' ? '' : `${status} no envelope`);
+        } catch {
+          resolve(`${status} neither an envelope nor a download (${res.headers['content-type']})`);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer in 10 s')));
+    req.on('error', (err) => resolve(`no answer: ${err.message}`));
+    req.end(data);
+  });
 }
