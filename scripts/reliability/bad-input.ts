@@ -9,7 +9,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { errorSummary, fatalLines, healthProblems, versionCount, writeMarks } from './bad-input/checks.js';
+import { errorSummary, escapedLines, fatalLines, healthProblems, versionCount, writeMarks } from './bad-input/checks.js';
 import { demoConfig, makeSecrets, startGateway, unitRuntime, type Gateway, type Secrets } from './bad-input/gateway.js';
 import { malformedPackets, runBadSets, sendMalformed } from './bad-input/mqtt-bad.js';
 import { burst, runFuzz, slowloris, type Slow } from './bad-input/rest-phase.js';
@@ -210,11 +210,11 @@ export const badInput: Campaign = async ({ reduced, log }) => {
     } else {
       rows.push(await trendRow(gw, s, seed, n, [mem0, mem1], freshNote));
     }
-    const fatal = fatalLines(gw.lines);
+    const fatal = [...fatalLines(gw.lines), ...escapedLines(gw.lines)];
     rows.push({
       test: 'gateway after bad input', trials: 1, survived: problems.length === 0 && fatal.length === 0 ? 1 : 0, lost: `${problems.length} problems`,
       figure: `same pid ${gw.alive() && gw.pid === pid ? 'alive' : 'GONE'}, shadow, write read-back, retained state, config ${problems.length ? 'NOT ok' : 'ok'}`,
-      goal: '0 crashes, shadow still right', ok: problems.length === 0 && fatal.length === 0,
+      goal: '0 crashes, 0 errors escaping a handler, shadow still right', ok: problems.length === 0 && fatal.length === 0,
       note: [...problems, ...fatal.slice(0, 3), errorSummary(gw.lines)].join('; '),
     });
     return rows;

@@ -64,6 +64,8 @@ export function createLifecycle(opts: LifecycleOptions): LifecycleService {
       const withHistory = history && running.history.enable;
       // The last seconds of samples are still in memory: on disk first, or the file misses them.
       if (withHistory) await opts.flushHistory?.().catch((err: unknown) => log.warn({ err }, 'history not flushed before the backup'));
+      // A bad request body seen meanwhile was already answered (400 and close): nothing to send.
+      if (res.headersSent || res.writableEnded) return;
       res.writeHead(200, {
         'Content-Type': 'application/gzip',
         'Content-Disposition': `attachment; filename="${name}"`,

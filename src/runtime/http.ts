@@ -43,6 +43,8 @@ export function createHttpPart(opts: HttpPartOptions): HttpPart {
           app.get('/metrics', async (req, res) => {
             checkAuth(req, 'read');
             const body = await opts.metrics();
+            // A bad chunk in the request's body, seen while the text was built, was already answered (400 and close).
+            if (res.headersSent || res.writableEnded) return;
             res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });
             res.end(body);
           });

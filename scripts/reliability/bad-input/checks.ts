@@ -110,6 +110,11 @@ export function fatalLines(lines: readonly string[]): string[] {
   return lines.filter((l) => /"level":60|uncaughtException|unhandledRejection/.test(l));
 }
 
+/** Errors that escaped a REST handler: the gateway answered, but a handler did something it must not. */
+export function escapedLines(lines: readonly string[]): string[] {
+  return lines.filter((l) => l.includes('"level":50') && l.includes('unexpected error in REST handler'));
+}
+
 /** Error-level lines (level 50) grouped by message and error text, for the note: `3× msg (err)`. */
 export function errorSummary(lines: readonly string[]): string {
   const counts = new Map<string, number>();
