@@ -207,7 +207,16 @@ after_cut_failed() {
   echo "--- now: $(api -o /dev/null -w '%{http_code}' "http://127.0.0.1:$HP/api/v1/health/shadow" 2>&1)"
   echo "---"
 }
-cut_power() { ssh_vm 'echo 1 > /proc/sys/kernel/sysrq; echo b > /proc/sysrq-trigger' >/dev/null 2>&1 || true; }
+# The reset can leave ssh waiting on a connection that nobody closes (seen: minutes, while the VM had long
+# booted again): it stops waiting when the console shows the next boot (2 minutes at most).
+cut_power() {
+  local before i=0 p
+  before=$(grep -ac 'Booting Linux' "$CONSOLE")
+  ssh_vm 'echo 1 > /proc/sys/kernel/sysrq; echo b > /proc/sysrq-trigger' >/dev/null 2>&1 &
+  p=$!
+  while kill -0 "$p" 2>/dev/null && [ "$(grep -ac 'Booting Linux' "$CONSOLE")" -le "$before" ] && [ $i -lt 240 ]; do sleep 0.5; i=$((i + 1)); done
+  kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true
+}
 saves() { api "http://127.0.0.1:$HP/api/v1/health/shadow" | node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>{try{console.log(JSON.parse(s).data.checks.persistence.saves)}catch{console.log(-1)}})'; }
 boots=2
 setpoint="$((RANDOM % 800 + 100)).5"
