@@ -7,79 +7,45 @@
  * test/integration/gpio-gateway.test.ts to assert. Never run it outside a fresh mount namespace: it
  * mounts a tmpfs over /sys/class (it refuses when it is not in one).
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runThrowaway } from './throwaway.js';
+import { GPIO, runThrowaway, sleep, waitFor, withFakeKernel } from './namespace.js';
 
 const [workDir] = process.argv.slice(2);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const GPIO = '/sys/class/gpio';
 // Pi 4 on kernel 6.6+: pinctrl-bcm2711 at base 512 (the fake kernel's pi4 scenario, with a decoy below).
 const BASE = 512;
 // Waveshare RPi Relay Board CH1 = BCM 26; gpio-contact = P1-11 = BCM 17 (board/models).
 const RELAY1 = BASE + 26;
 const CONTACT = BASE + 17;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 3000, everyMs = 5): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 interface Envelope { success: boolean; errorCode: number; errorMsg: string; data: any }
 
-let keepFifo: number | undefined;
 let gateway: ChildProcess | undefined;
 let gatewayOut = '';
 let gatewayErr = '';
 
 async function main(): Promise<Record<string, unknown>> {
   if (!workDir) throw new Error('usage: gateway-in-namespace.ts <workDir>');
-  // unshare execs us, so our parent is still in the namespace we must not touch.
-  if (readlinkSync('/proc/self/ns/mnt') === readlinkSync(`/proc/${process.ppid}/ns/mnt`)) {
-    throw new Error('not in a private mount namespace: refusing to mount over /sys/class');
-  }
-  execFileSync('mount', ['-t', 'tmpfs', 'gpiofake', '/sys/class']);
-  mkdirSync(GPIO);
-  const kernelScript = fileURLToPath(new URL('./fake-kernel.mjs', import.meta.url));
-  const kernel = spawn(process.execPath, [kernelScript, GPIO, 'pi4'], {
-    stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, FAKE_KERNEL_MAX_MS: '20000' },
-  });
   const partial: Record<string, unknown> = {};
-  try {
-    await waitFor('fake kernel', () => (existsSync('/sys/class/.fake-kernel.ready') ? true : undefined), 5000);
-    // Hold the unexport FIFO open too: should the fake kernel die, onoff's unexport must not block
-    // forever in open() waiting for a reader.
-    keepFifo = openSync(`${GPIO}/unexport`, 'r+');
+  return withFakeKernel('pi4', 20_000, async () => {
     try {
       return await exercise(partial);
     } catch (e) {
       return { ...partial, error: String((e as Error).stack ?? e), gatewayStdout: gatewayOut.slice(-4000), gatewayStderr: gatewayErr.slice(-4000) };
-    }
-  } finally {
-    if (gateway?.pid !== undefined && gateway.exitCode === null && gateway.signalCode === null) {
-      try {
-        process.kill(gateway.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
+    } finally {
+      if (gateway?.pid !== undefined && gateway.exitCode === null && gateway.signalCode === null) {
+        try {
+          process.kill(gateway.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
       }
     }
-    if (keepFifo !== undefined) closeSync(keepFifo);
-    if (kernel.pid !== undefined) {
-      try {
-        process.kill(kernel.pid, 'SIGTERM');
-      } catch {
-        // Already gone.
-      }
-    }
-  }
+  });
 }
 
 async function exercise(result: Record<string, unknown>): Promise<Record<string, unknown>> {

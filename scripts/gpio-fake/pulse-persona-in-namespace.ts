@@ -8,30 +8,19 @@
  * Prints one JSON line for test/integration/gpio-pulse-persona.test.ts. Never run it outside a fresh mount
  * namespace: it mounts a tmpfs over /sys/class (it refuses when it is not in one).
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RawModbusClient, read } from '../../test/helpers/modbus-tcp-client.js';
-import { runThrowaway } from './throwaway.js';
+import { GPIO, runThrowaway, sleep, waitFor, withFakeKernel } from './namespace.js';
 
 const [workDir] = process.argv.slice(2);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const GPIO = '/sys/class/gpio';
 // Pi 4 on kernel 6.6+: pinctrl-bcm2711 at base 512; the S0 input is P1-11 = BCM 17.
 const S0_VALUE = `${GPIO}/gpio${512 + 17}/value`;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 3000, everyMs = 10): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 const freePort = (): Promise<number> => new Promise((resolve, reject) => {
   const srv = createServer();
@@ -163,47 +152,25 @@ async function exercise(result: Record<string, unknown>): Promise<Record<string,
 
 async function main(): Promise<Record<string, unknown>> {
   if (!workDir) throw new Error('usage: pulse-persona-in-namespace.ts <workDir>');
-  // unshare execs us, so our parent is still in the namespace we must not touch.
-  if (readlinkSync('/proc/self/ns/mnt') === readlinkSync(`/proc/${process.ppid}/ns/mnt`)) {
-    throw new Error('not in a private mount namespace: refusing to mount over /sys/class');
-  }
-  execFileSync('mount', ['-t', 'tmpfs', 'gpiofake', '/sys/class']);
-  mkdirSync(GPIO);
-  const kernelScript = fileURLToPath(new URL('./fake-kernel.mjs', import.meta.url));
-  const kernel = spawn(process.execPath, [kernelScript, GPIO, 'pi4'], {
-    stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, FAKE_KERNEL_MAX_MS: '40000' },
-  });
-  let keepFifo: number | undefined;
   const partial: Record<string, unknown> = {};
-  try {
-    await waitFor('fake kernel', () => (existsSync('/sys/class/.fake-kernel.ready') ? true : undefined), 5000);
-    // Hold the unexport FIFO open too: should the fake kernel die, onoff's unexport must not block forever.
-    keepFifo = openSync(`${GPIO}/unexport`, 'r+');
+  return withFakeKernel('pi4', 40_000, async () => {
     try {
       return await exercise(partial);
     } catch (e) {
       return { ...partial, error: String((e as Error).stack ?? e), gateway: running.at(-1)?.out() };
-    }
-  } finally {
-    for (const run of running) {
-      const { pid, exitCode, signalCode } = run.child;
-      if (pid !== undefined && exitCode === null && signalCode === null) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Already gone.
+    } finally {
+      for (const run of running) {
+        const { pid, exitCode, signalCode } = run.child;
+        if (pid !== undefined && exitCode === null && signalCode === null) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // Already gone.
+          }
         }
       }
     }
-    if (keepFifo !== undefined) closeSync(keepFifo);
-    if (kernel.pid !== undefined) {
-      try {
-        process.kill(kernel.pid, 'SIGTERM');
-      } catch {
-        // Already gone.
-      }
-    }
-  }
+  });
 }
 
 runThrowaway(main, 35_000, () => {

@@ -4,29 +4,16 @@
  * Prints one JSON line of observations for test/drivers/gpio-sysfs.test.ts to assert. Never run it
  * outside a fresh mount namespace: it mounts a tmpfs over /sys/class (it refuses when it is not in one).
  */
-import { spawn, execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { pino } from 'pino';
 import type { PointConfig, ResolvedDevice } from '../../src/config/types.js';
 import { createGpioDriver } from '../../src/drivers/gpio.js';
 import type { RawValue } from '../../src/drivers/types.js';
-import { runThrowaway } from './throwaway.js';
+import { GPIO, runThrowaway, sleep, waitFor, withFakeKernel } from './namespace.js';
 
 const [scenario = 'pi5', board] = process.argv.slice(2);
 const BASES: Record<string, number> = { pi4: 512, pi5: 571 };
-const GPIO = '/sys/class/gpio';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, fn: () => T | undefined, timeoutMs = 3000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
 
 function point(name: string, gpio: PointConfig['gpio'], extra: Partial<PointConfig> = {}): PointConfig {
   return { name, type: 'int', access: gpio?.direction === 'out' ? 'RW' : 'R', scale: 1, offset: 0, report: 'change', gpio, ...extra };
@@ -41,22 +28,8 @@ function device(id: string, poll: number, points: PointConfig[]): ResolvedDevice
   };
 }
 
-let keepFifo: number | undefined;
-
 async function main(): Promise<Record<string, unknown>> {
-  // unshare execs us, so our parent is still in the namespace we must not touch.
-  if (readlinkSync('/proc/self/ns/mnt') === readlinkSync(`/proc/${process.ppid}/ns/mnt`)) {
-    throw new Error('not in a private mount namespace: refusing to mount over /sys/class');
-  }
-  execFileSync('mount', ['-t', 'tmpfs', 'gpiofake', '/sys/class']);
-  mkdirSync(GPIO);
-  const kernelScript = fileURLToPath(new URL('./fake-kernel.mjs', import.meta.url));
-  const kernel = spawn(process.execPath, [kernelScript, GPIO, scenario], { stdio: ['ignore', 'inherit', 'inherit'] });
-  try {
-    await waitFor('fake kernel', () => (existsSync('/sys/class/.fake-kernel.ready') ? true : undefined), 5000);
-    // Hold the unexport FIFO open too: should the fake kernel die, onoff's unexport must not block
-    // forever in open() waiting for a reader.
-    keepFifo = openSync(`${GPIO}/unexport`, 'r+');
+  return withFakeKernel(scenario, undefined, async () => {
     const partial: Record<string, unknown> = {};
     try {
       return await exercise(partial);
@@ -64,10 +37,7 @@ async function main(): Promise<Record<string, unknown>> {
       const debug = typeof partial.debug === 'function' ? partial.debug() : undefined;
       return { ...partial, debug, error: String((e as Error).stack ?? e) };
     }
-  } finally {
-    if (keepFifo !== undefined) closeSync(keepFifo);
-    kernel.kill('SIGTERM');
-  }
+  });
 }
 
 async function exercise(result: Record<string, unknown>): Promise<Record<string, unknown>> {
