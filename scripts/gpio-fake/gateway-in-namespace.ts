@@ -21,7 +21,6 @@ const BASE = 512;
 const RELAY1 = BASE + 26;
 const CONTACT = BASE + 17;
 
-
 interface Envelope { success: boolean; errorCode: number; errorMsg: string; data: any }
 
 let gateway: ChildProcess | undefined;

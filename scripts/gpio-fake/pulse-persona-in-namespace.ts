@@ -21,7 +21,6 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 // Pi 4 on kernel 6.6+: pinctrl-bcm2711 at base 512; the S0 input is P1-11 = BCM 17.
 const S0_VALUE = `${GPIO}/gpio${512 + 17}/value`;
 
-
 const freePort = (): Promise<number> => new Promise((resolve, reject) => {
   const srv = createServer();
   srv.once('error', reject);

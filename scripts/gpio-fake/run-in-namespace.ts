@@ -14,7 +14,6 @@ import { GPIO, runThrowaway, sleep, waitFor, withFakeKernel } from './namespace.
 const [scenario = 'pi5', board] = process.argv.slice(2);
 const BASES: Record<string, number> = { pi4: 512, pi5: 571 };
 
-
 function point(name: string, gpio: PointConfig['gpio'], extra: Partial<PointConfig> = {}): PointConfig {
   return { name, type: 'int', access: gpio?.direction === 'out' ? 'RW' : 'R', scale: 1, offset: 0, report: 'change', gpio, ...extra };
 }
