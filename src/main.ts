@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, parseConfigText, readConfigText, validateConfig, type ConfigChecker } from './config/load.js';
 import type { GatewayConfig } from './config/types.js';
-import { gpioConfigChecker } from './drivers/gpio.js';
+import { gpioConfigChecker, loadBoards } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
 import { GatewayError } from './core/errors.js';
 import { startGateway } from './gateway.js';
@@ -114,6 +114,13 @@ async function loadBootStatus(log: Logger): Promise<Record<string, unknown> | un
 }
 
 async function run(file: string): Promise<number> {
+  // The board files are read once, now: a GPIO bus added later (live config) then reads no file on the loop.
+  // A malformed one is reported by the gpio check that uses it, so it is not an error here.
+  try {
+    loadBoards();
+  } catch {
+    // See above.
+  }
   const fromFile = await loadOrExplain(file);
   if (!fromFile) return 2;
   // The lock comes before anything in data_dir is read: a second gateway must not restore, nor set aside.

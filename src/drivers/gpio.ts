@@ -17,7 +17,7 @@ import type { GpioLine, GpioPort, Level } from './gpio/port.js';
 import { systemTimers, type TimerHandle, type Timers } from './gpio/timers.js';
 
 export { checkGpioConfig, gpioConfigChecker, type GpioCheckOptions } from './gpio/check.js';
-export { resolveConfigBoard, type BoardDefinition } from './gpio/board.js';
+export { loadBoards, resolveConfigBoard, type BoardDefinition } from './gpio/board.js';
 
 /** How often an input without interrupts is sampled (its changes still go through the debounce). */
 export const FALLBACK_SAMPLE_MS = 50;
@@ -69,8 +69,8 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
     ctx.sink.failure(deviceId, driverError(message));
   };
 
-  function chooseBoard(): BoardDefinition | undefined {
-    const choice = resolveBoard({ override: optionalText(bus.board), boards: loadBoards(deps.boardsDir), modelPath: deps.modelPath });
+  async function chooseBoard(): Promise<BoardDefinition | undefined> {
+    const choice = await resolveBoard({ override: optionalText(bus.board), boards: loadBoards(deps.boardsDir), modelPath: deps.modelPath });
     log.info({ board: choice.board?.name ?? null, source: choice.source, model: choice.model }, 'gpio board');
     return choice.board;
   }
@@ -196,8 +196,8 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
       let board: BoardDefinition | undefined;
       let port: GpioPort;
       try {
-        board = chooseBoard();
-        const mapping = deps.mapping ?? resolveChipMapping({ sysfsRoot: deps.sysfsRoot, label: optionalText(bus.chip) ?? board?.gpiochip.label });
+        board = await chooseBoard();
+        const mapping = deps.mapping ?? await resolveChipMapping({ sysfsRoot: deps.sysfsRoot, label: optionalText(bus.chip) ?? board?.gpiochip.label });
         chipText = `${mapping.chip.label} base ${mapping.chip.base}`;
         log.info({ chip: mapping.chip.label, base: mapping.chip.base, ngpio: mapping.chip.ngpio }, 'gpio chip');
         port = await (deps.openPort ?? createOnoffPort)(mapping);

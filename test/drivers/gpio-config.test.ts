@@ -124,7 +124,7 @@ test('a malformed board file is refused naming the file and every problem at its
   }
 });
 
-test('board detection from /proc/device-tree/model text; the longest prefix wins', () => {
+test('board detection from /proc/device-tree/model text; the longest prefix wins', async () => {
   const cases: [string, string][] = [
     ['Raspberry Pi 3 Model B Rev 1.2\0', 'rpi-3b'],
     ['Raspberry Pi 3 Model B Plus Rev 1.3\0', 'rpi-3b-plus'],
@@ -138,16 +138,21 @@ test('board detection from /proc/device-tree/model text; the longest prefix wins
 
   const dir = tmp();
   writeFileSync(join(dir, 'model'), 'Raspberry Pi 5 Model B Rev 1.0\0');
-  assert.equal(resolveBoard({ boards, modelPath: join(dir, 'model') }).board?.name, 'rpi-5');
-  assert.is(resolveBoard({ boards, modelPath: join(dir, 'model') }).source, 'device-tree');
+  assert.equal((await resolveBoard({ boards, modelPath: join(dir, 'model') })).board?.name, 'rpi-5');
+  assert.is((await resolveBoard({ boards, modelPath: join(dir, 'model') })).source, 'device-tree');
   // The config override wins over the device tree.
-  const forced = resolveBoard({ boards, modelPath: join(dir, 'model'), override: 'rpi-4b' });
+  const forced = await resolveBoard({ boards, modelPath: join(dir, 'model'), override: 'rpi-4b' });
   assert.equal([forced.board?.name, forced.source], ['rpi-4b', 'config']);
-  assert.is(resolveBoard({ boards, modelPath: join(dir, 'absent') }).source, 'none');
-  assert.throws(() => resolveBoard({ boards, override: 'rpi-9' }), /unknown board "rpi-9" \(known: .*rpi-5/);
+  assert.is((await resolveBoard({ boards, modelPath: join(dir, 'absent') })).source, 'none');
+  await rejects(resolveBoard({ boards, override: 'rpi-9' }), /unknown board "rpi-9" \(known: .*rpi-5/);
   assert.equal(resolveConfigBoard('rpi-5').board?.name, 'rpi-5');
   assert.match(resolveConfigBoard('rpi-9').problems[0]!, /^gateway\.board: unknown board "rpi-9"/);
 });
+
+/** assert.throws for a promise: it must reject with a message matching `re`. */
+async function rejects(p: Promise<unknown>, re: RegExp): Promise<void> {
+  await p.then(() => assert.unreachable(`expected a rejection matching ${re}`), (e: Error) => assert.match(e.message, re));
+}
 
 function fakeChips(chips: { base: number; ngpio: number; label: string }[]): string {
   const root = tmp();
@@ -161,22 +166,23 @@ function fakeChips(chips: { base: number; ngpio: number; label: string }[]): str
   return root;
 }
 
-test('gpiochip by label, never the lowest base: Pi 5 rp1 at 571 above brcmstb decoys; Pi 4 at 512', () => {
+test('gpiochip by label, never the lowest base: Pi 5 rp1 at 571 above brcmstb decoys; Pi 4 at 512', async () => {
   const pi5 = fakeChips([
     { base: 512, ngpio: 32, label: 'gpio-brcmstb@107d508500' },
     { base: 544, ngpio: 15, label: 'gpio-brcmstb@107d517c00' },
     { base: 571, ngpio: 54, label: 'pinctrl-rp1' },
   ]);
-  const m5 = resolveChipMapping({ sysfsRoot: pi5 });
+  const m5 = await resolveChipMapping({ sysfsRoot: pi5 });
   assert.equal([m5.chip.label, m5.toSysfs(17)], ['pinctrl-rp1', 588]);
   const pi4 = fakeChips([{ base: 504, ngpio: 8, label: 'raspberrypi-exp-gpio' }, { base: 512, ngpio: 58, label: 'pinctrl-bcm2711' }]);
-  assert.is(resolveChipMapping({ sysfsRoot: pi4 }).toSysfs(17), 529);
+  assert.is((await resolveChipMapping({ sysfsRoot: pi4 })).toSysfs(17), 529);
   // Older kernels: base 0.
-  assert.is(resolveChipMapping({ sysfsRoot: fakeChips([{ base: 0, ngpio: 54, label: 'pinctrl-bcm2835' }]) }).toSysfs(4), 4);
+  assert.is((await resolveChipMapping({ sysfsRoot: fakeChips([{ base: 0, ngpio: 54, label: 'pinctrl-bcm2835' }]) })).toSysfs(4), 4);
   // A bus `chip` (or the board's label) picks explicitly; a missing one names what was found.
-  assert.is(resolveChipMapping({ sysfsRoot: pi5, label: 'gpiochip544' }).chip.base, 544);
-  assert.throws(() => resolveChipMapping({ sysfsRoot: pi4, label: 'pinctrl-rp1' }), /no gpiochip labelled "pinctrl-rp1" \(found: gpiochip504="raspberrypi-exp-gpio" base 504, gpiochip512/);
-  assert.throws(() => pickHeaderChip(listGpioChips(fakeChips([{ base: 0, ngpio: 8, label: 'some-expander' }]))), /no Raspberry Pi header gpiochip/);
+  assert.is((await resolveChipMapping({ sysfsRoot: pi5, label: 'gpiochip544' })).chip.base, 544);
+  await rejects(resolveChipMapping({ sysfsRoot: pi4, label: 'pinctrl-rp1' }), /no gpiochip labelled "pinctrl-rp1" \(found: gpiochip504="raspberrypi-exp-gpio" base 504, gpiochip512/);
+  const expander = await listGpioChips(fakeChips([{ base: 0, ngpio: 8, label: 'some-expander' }]));
+  assert.throws(() => pickHeaderChip(expander), /no Raspberry Pi header gpiochip/);
   assert.throws(() => chipMapping({ dir: 'gpiochip571', label: 'pinctrl-rp1', base: 571, ngpio: 54 }).toSysfs(54), /BCM 54 is not a line of pinctrl-rp1/);
 });
 

@@ -4,6 +4,7 @@
  * `gateway.board` overrides it (copied by the gateway into the gpio bus as `board`).
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { boardShapeProblems } from '../../config/validator.js';
@@ -51,8 +52,9 @@ export const DEFAULT_BOARDS_DIR = fileURLToPath(new URL('../../../board/boards/'
 export const DEFAULT_MODEL_PATH = '/proc/device-tree/model';
 
 /**
- * Board files ship with the gateway and do not change while it runs: read once per directory, at the
- * first start or config check, so a live config change (which runs the gpio check) reads no file.
+ * Board files ship with the gateway and do not change while it runs: read once per directory, at start-up
+ * (main.ts reads the default one before anything else), so a live config change (which runs the gpio check)
+ * or a GPIO bus added live reads no file on the event loop; the device tree and gpiochips are read async.
  */
 const loaded = new Map<string, BoardDefinition[]>();
 
@@ -96,9 +98,9 @@ export function matchBoardModel(boards: readonly BoardDefinition[], model: strin
   return best?.board;
 }
 
-export function readDeviceTreeModel(path: string = DEFAULT_MODEL_PATH): string | undefined {
+export async function readDeviceTreeModel(path: string = DEFAULT_MODEL_PATH): Promise<string | undefined> {
   try {
-    return readFileSync(path, 'utf8').replace(/\0/g, '').trim();
+    return (await readFile(path, 'utf8')).replace(/\0/g, '').trim();
   } catch {
     return undefined;
   }
@@ -112,13 +114,13 @@ export interface BoardChoice {
 }
 
 /** Override first, then the device tree; an unknown override name throws listing the known boards. */
-export function resolveBoard(opts: { override?: string; boards: readonly BoardDefinition[]; modelPath?: string }): BoardChoice {
+export async function resolveBoard(opts: { override?: string; boards: readonly BoardDefinition[]; modelPath?: string }): Promise<BoardChoice> {
   if (opts.override !== undefined && opts.override !== '') {
     const board = findBoard(opts.boards, opts.override);
     if (!board) throw new Error(unknownBoardMessage(opts.override, opts.boards));
     return { board, source: 'config' };
   }
-  const model = readDeviceTreeModel(opts.modelPath);
+  const model = await readDeviceTreeModel(opts.modelPath);
   const board = model === undefined ? undefined : matchBoardModel(opts.boards, model);
   return board ? { board, source: 'device-tree', model } : { source: 'none', model };
 }

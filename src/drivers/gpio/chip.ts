@@ -4,7 +4,7 @@
  * /sys/class/gpio/gpiochip*\/{label,base}. The chip is found by LABEL, never by taking the lowest base:
  * a Pi 5 has brcmstb chips at 512 and 544 below pinctrl-rp1.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export const DEFAULT_SYSFS_GPIO = '/sys/class/gpio';
@@ -20,13 +20,14 @@ export interface GpioChipInfo {
   ngpio: number;
 }
 
-const readText = (path: string): string => readFileSync(path, 'utf8').trim();
+// Async: a GPIO bus also starts on a live config change, when the event loop serves everything else.
+const readText = async (path: string): Promise<string> => (await readFile(path, 'utf8')).trim();
 
 /** Every gpiochip sysfs shows; unreadable entries are skipped. Throws when the directory is missing. */
-export function listGpioChips(sysfsRoot: string = DEFAULT_SYSFS_GPIO): GpioChipInfo[] {
+export async function listGpioChips(sysfsRoot: string = DEFAULT_SYSFS_GPIO): Promise<GpioChipInfo[]> {
   let entries: string[];
   try {
-    entries = readdirSync(sysfsRoot).filter((d) => /^gpiochip\d+$/.test(d));
+    entries = (await readdir(sysfsRoot)).filter((d) => /^gpiochip\d+$/.test(d));
   } catch (e) {
     throw new Error(`cannot read ${sysfsRoot} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): ` +
       'the kernel has no GPIO sysfs interface (CONFIG_GPIO_SYSFS) or this is not a Raspberry Pi');
@@ -34,9 +35,9 @@ export function listGpioChips(sysfsRoot: string = DEFAULT_SYSFS_GPIO): GpioChipI
   const chips: GpioChipInfo[] = [];
   for (const dir of entries) {
     try {
-      const base = Number(readText(join(sysfsRoot, dir, 'base')));
-      const ngpio = Number(readText(join(sysfsRoot, dir, 'ngpio')));
-      const label = readText(join(sysfsRoot, dir, 'label'));
+      const base = Number(await readText(join(sysfsRoot, dir, 'base')));
+      const ngpio = Number(await readText(join(sysfsRoot, dir, 'ngpio')));
+      const label = await readText(join(sysfsRoot, dir, 'label'));
       if (Number.isInteger(base) && Number.isInteger(ngpio)) chips.push({ dir, label, base, ngpio });
     } catch {
       // A chip vanishing mid-scan or an unreadable attribute is not ours to judge; skip it.
@@ -83,6 +84,6 @@ export function chipMapping(chip: GpioChipInfo): ChipMapping {
 }
 
 /** The whole lookup: scan `sysfsRoot`, pick by label, map. */
-export function resolveChipMapping(opts: { sysfsRoot?: string; label?: string } = {}): ChipMapping {
-  return chipMapping(pickHeaderChip(listGpioChips(opts.sysfsRoot), opts.label));
+export async function resolveChipMapping(opts: { sysfsRoot?: string; label?: string } = {}): Promise<ChipMapping> {
+  return chipMapping(pickHeaderChip(await listGpioChips(opts.sysfsRoot), opts.label));
 }
