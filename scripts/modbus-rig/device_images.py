@@ -145,6 +145,7 @@ def sdm120(unit):
     im.f32(IR, 0x0158, "total_reactive_energy", 291.2, "kvarh")
     im.dense(HR, 0x0000, 0x002F)
     im.put(HR, 0x001C, _words("f", 0.0))   # 40029 network baud rate: 0 = 2400 (default)
+    im.u32(HR, 0xFC00, "serial_number", 21050123)   # serial number, uint32 (nmakel/sdm_modbus sdm.py SDM120)
     return im
 
 
@@ -170,6 +171,7 @@ def sdm230(unit):
     im.f32(IR, 0x0056, "max_power_demand", 3480.0, "W")
     im.f32(IR, 0x0156, "total_energy", 1523.96, "kWh")
     im.f32(IR, 0x0158, "total_reactive_energy", 91.9, "kvarh")
+    im.u32(HR, 0xFC00, "serial_number", 19120456)   # serial number, uint32 (nmakel/sdm_modbus sdm.py SDM230)
     return im
 
 
@@ -208,6 +210,8 @@ def sdm630(unit):
     im.f32(IR, 0x00E0, "neutral_current", 1.23, "A")
     im.f32(IR, 0x0156, "total_energy", 23778.1, "kWh")   # = import + export, as the document says
     im.f32(IR, 0x0158, "total_reactive_energy", 4567.8, "kvarh")
+    # serial number: holding FC00h (464513), unsigned int32, read only (B+G e-tech SDM630-Modbus MID V2 manual p. 30)
+    im.u32(HR, 0xFC00, "serial_number", 20340789)
     return im
 
 
