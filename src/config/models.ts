@@ -32,6 +32,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * its own: a map written once cannot drift between its copies.
  */
 function resolveVariants(library: ModelLibrary): void {
+  // Decided before any is resolved, so the answer does not depend on the order of the files.
+  const variants = new Set(Object.entries(library.models).filter(([, m]) => isObject(m.raw) && m.raw['variant_of'] !== undefined).map(([n]) => n));
   for (const [name, entry] of Object.entries(library.models)) {
     const raw = entry.raw;
     if (!isObject(raw) || raw['variant_of'] === undefined) continue;
@@ -39,7 +41,7 @@ function resolveVariants(library: ModelLibrary): void {
     const base = typeof baseName === 'string' && Object.hasOwn(library.models, baseName) ? library.models[baseName]!.raw : undefined;
     const problem = typeof baseName !== 'string' ? 'must name a library model'
       : !isObject(base) ? `no library model "${baseName}"`
-        : base['variant_of'] !== undefined ? `"${baseName}" is itself a variant; name its base`
+        : variants.has(baseName) ? `"${baseName}" is itself a variant; name its base`
           : raw['points'] !== undefined ? 'a variant takes its points from its base (leave "points" out)' : undefined;
     if (problem || !isObject(base)) {
       library.problems.push(`${entry.label}: variant_of: ${problem}`);
