@@ -75,99 +75,92 @@ async function readPower(master: RtuMaster): Promise<number> {
   return b.readFloatBE(0);
 }
 
-test('a persona port missing at start is opened once it appears, and answered', async () => {
-  if (why) return;
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-persona-late-'));
-  const consumer = path.join(dir, 'ttyA');
-  const slavePort = path.join(dir, 'ttyB');
-  let socat: ChildProcess | null = null;
-  let gw: Gateway | null = null;
-  const master = new RtuMaster();
+/** One run: a temp dir, the pty pair's two paths, and what the test starts there, all stopped and removed after. */
+interface Run { dir: string; consumer: string; slavePort: string; socat: ChildProcess | null; gw: Gateway | null; master: RtuMaster }
+
+async function inRun(prefix: string, body: (run: Run) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  const run: Run = { dir, consumer: path.join(dir, 'ttyA'), slavePort: path.join(dir, 'ttyB'), socat: null, gw: null, master: new RtuMaster() };
   try {
-    const raw = gatewayConfig(dir, slavePort);
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const before = await serverStats(gw);
-    assert.is(before.open, false);
-    assert.match(String(before.error), /No such file|ENOENT|cannot open/i);
-    assert.is(await serverUp(gw), '0', 'down while the port is missing');
-    // The simulated source is online from its first poll: only the missing port can degrade the report.
-    const missing = await healthUntil(gw, 'the source online', (h) => h.checks.servers.down.length > 0 && !JSON.stringify(h).includes('"onlineDevices":0'), 5000);
-    assert.is(missing.status, 'degraded');
-    assert.is(missing.checks.servers.ok, false);
-    assert.equal(missing.checks.servers.down.map((d) => [d.server, d.transport, d.port]), [['meter', 'rtu', slavePort]]);
-    assert.match(missing.checks.servers.down[0]!.reason, /No such file|ENOENT|cannot open/i);
-    await sleep(1500); // a few attempts fail meanwhile (250, 500, 1000 ms apart)
-    socat = pair(consumer, slavePort);
-    await waitFor('socat links', () => existsSync(consumer) && existsSync(slavePort), 5000);
-    // The backoff has grown to 2 s by now and is capped at 5 s: the port opens within that.
-    const g = gw;
-    const deadline = Date.now() + 10_000;
-    let after = await serverStats(g);
-    while (!after.open && Date.now() < deadline) {
-      await sleep(200);
-      after = await serverStats(g);
-    }
-    assert.ok(after.open, `the slave opened its port (${JSON.stringify(after)})`);
-    assert.is(after.error, null);
-    assert.is(await serverUp(g), '1');
-    const open = await health(g);
-    assert.equal([open.status, open.checks.servers], ['healthy', { ok: true, down: [] }]);
-    await master.start(consumer);
-    assert.is(await readPower(master), 1234.5);
+    await body(run);
   } finally {
-    await master.stop();
-    await gw?.stop();
-    await kill(socat);
+    await run.master.stop();
+    await run.gw?.stop();
+    await kill(run.socat);
     await rm(dir, { recursive: true, force: true });
   }
-});
+}
 
-test('a persona port that goes away degrades /health/shadow (server, port, reason) until it is back and answered', async () => {
+/** The pair appears (the adapter is plugged in) under the run's two paths. */
+async function plug(run: Run): Promise<void> {
+  run.socat = pair(run.consumer, run.slavePort);
+  await waitFor('socat links', () => existsSync(run.consumer) && existsSync(run.slavePort), 5000);
+}
+
+async function startRun(run: Run): Promise<Gateway> {
+  const raw = gatewayConfig(run.dir, run.slavePort);
+  run.gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+  return run.gw;
+}
+
+/** A fresh master on the consumer's end reads the persona: the source's 1234.5 W. */
+async function consumerReads(run: Run): Promise<void> {
+  await run.master.stop();
+  run.master = new RtuMaster();
+  await run.master.start(run.consumer);
+  assert.is(await readPower(run.master), 1234.5);
+}
+
+test('a persona port missing at start is opened once it appears, and answered', () => inRun('sg-persona-late-', async (run) => {
   if (why) return;
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-persona-gone-'));
-  const consumer = path.join(dir, 'ttyA');
-  const slavePort = path.join(dir, 'ttyB');
-  let socat: ChildProcess | null = pair(consumer, slavePort);
-  let gw: Gateway | null = null;
-  let master = new RtuMaster();
-  try {
-    await waitFor('socat links', () => existsSync(consumer) && existsSync(slavePort), 5000);
-    const raw = gatewayConfig(dir, slavePort);
-    gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-    const g = gw;
-    await healthUntil(g, 'healthy with the port open', (h) => h.status === 'healthy', 5000);
-    await master.start(consumer);
-    assert.is(await readPower(master), 1234.5);
-    await master.stop();
+  const gw = await startRun(run);
+  const before = await serverStats(gw);
+  assert.is(before.open, false);
+  assert.match(String(before.error), /No such file|ENOENT|cannot open/i);
+  assert.is(await serverUp(gw), '0', 'down while the port is missing');
+  // The simulated source is online from its first poll: only the missing port can degrade the report.
+  const missing = await healthUntil(gw, 'the source online', (h) => h.checks.servers.down.length > 0 && !JSON.stringify(h).includes('"onlineDevices":0'), 5000);
+  assert.is(missing.status, 'degraded');
+  assert.is(missing.checks.servers.ok, false);
+  assert.equal(missing.checks.servers.down.map((d) => [d.server, d.transport, d.port]), [['meter', 'rtu', run.slavePort]]);
+  assert.match(missing.checks.servers.down[0]!.reason, /No such file|ENOENT|cannot open/i);
+  await sleep(1500); // a few attempts fail meanwhile (250, 500, 1000 ms apart)
+  await plug(run);
+  // The backoff has grown to 2 s by now and is capped at 5 s: the port opens within that.
+  const open = await healthUntil(gw, 'the slave opened its port', (h) => h.checks.modbusServers['meter']!.open, 10_000);
+  assert.is(open.checks.modbusServers['meter']!.error, null);
+  assert.is(await serverUp(gw), '1');
+  assert.equal([open.status, open.checks.servers], ['healthy', { ok: true, down: [] }]);
+  await consumerReads(run);
+}));
 
-    // The adapter is unplugged: both ends of the pair vanish.
-    await kill(socat);
-    socat = null;
-    const gone = await healthUntil(g, 'degraded after the port went away', (h) => h.status === 'degraded', 5000);
-    assert.equal(gone.checks.servers.down.map((d) => [d.server, d.transport, d.port]), [['meter', 'rtu', slavePort]]);
-    // Right after the close, or after the first failed attempt to open it again (the device node is gone).
-    assert.match(gone.checks.servers.down[0]!.reason, /closed|No such file|ENOENT|cannot open/i);
-    assert.is(gone.checks.modbusServers['meter']!.lost, 1);
-    await sleep(1000);
-    const still = await health(g);
-    assert.is(still.status, 'degraded', 'stays degraded while the port is away');
-    assert.match(still.checks.servers.down[0]!.reason, /No such file|ENOENT|cannot open/i);
+test('a persona port that goes away degrades /health/shadow (server, port, reason) until it is back and answered', () => inRun('sg-persona-gone-', async (run) => {
+  if (why) return;
+  await plug(run);
+  const gw = await startRun(run);
+  await healthUntil(gw, 'healthy with the port open', (h) => h.status === 'healthy', 5000);
+  await consumerReads(run);
+  await run.master.stop();
 
-    // Plugged in again: the same path comes back, the slave opens it (backoff up to 5 s) and health recovers.
-    socat = pair(consumer, slavePort);
-    await waitFor('socat links', () => existsSync(consumer) && existsSync(slavePort), 5000);
-    const back = await healthUntil(g, 'healthy once the port is back', (h) => h.status === 'healthy', 10_000);
-    assert.equal(back.checks.servers, { ok: true, down: [] });
-    assert.is(back.checks.modbusServers['meter']!.reopened, 1);
-    master = new RtuMaster();
-    await master.start(consumer);
-    assert.is(await readPower(master), 1234.5);
-  } finally {
-    await master.stop();
-    await gw?.stop();
-    await kill(socat);
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  // The adapter is unplugged: both ends of the pair vanish.
+  await kill(run.socat);
+  run.socat = null;
+  const gone = await healthUntil(gw, 'degraded after the port went away', (h) => h.status === 'degraded', 5000);
+  assert.equal(gone.checks.servers.down.map((d) => [d.server, d.transport, d.port]), [['meter', 'rtu', run.slavePort]]);
+  // Right after the close, or after the first failed attempt to open it again (the device node is gone).
+  assert.match(gone.checks.servers.down[0]!.reason, /closed|No such file|ENOENT|cannot open/i);
+  assert.is(gone.checks.modbusServers['meter']!.lost, 1);
+  await sleep(1000);
+  const still = await health(gw);
+  assert.is(still.status, 'degraded', 'stays degraded while the port is away');
+  assert.match(still.checks.servers.down[0]!.reason, /No such file|ENOENT|cannot open/i);
+
+  // Plugged in again: the same path comes back, the slave opens it (backoff up to 5 s) and health recovers.
+  await plug(run);
+  const back = await healthUntil(gw, 'healthy once the port is back', (h) => h.status === 'healthy', 10_000);
+  assert.equal(back.checks.servers, { ok: true, down: [] });
+  assert.is(back.checks.modbusServers['meter']!.reopened, 1);
+  await consumerReads(run);
+}));
 
 test.run();
