@@ -191,6 +191,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           fileDrift: manager.fileDrift(),
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
           ...(lastLife ? { lifecycle: lastLife } : {}),
+          serversDown: modbusServers.down(),
         }),
       },
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),

@@ -145,6 +145,7 @@ def sdm120(unit):
     im.f32(IR, 0x0158, "total_reactive_energy", 291.2, "kvarh")
     im.dense(HR, 0x0000, 0x002F)
     im.put(HR, 0x001C, _words("f", 0.0))   # 40029 network baud rate: 0 = 2400 (default)
+    im.u32(HR, 0xFC00, "serial_number", 21050123)   # serial number, uint32 (nmakel/sdm_modbus sdm.py SDM120)
     return im
 
 
@@ -170,6 +171,7 @@ def sdm230(unit):
     im.f32(IR, 0x0056, "max_power_demand", 3480.0, "W")
     im.f32(IR, 0x0156, "total_energy", 1523.96, "kWh")
     im.f32(IR, 0x0158, "total_reactive_energy", 91.9, "kvarh")
+    im.u32(HR, 0xFC00, "serial_number", 19120456)   # serial number, uint32 (nmakel/sdm_modbus sdm.py SDM230)
     return im
 
 
@@ -208,6 +210,8 @@ def sdm630(unit):
     im.f32(IR, 0x00E0, "neutral_current", 1.23, "A")
     im.f32(IR, 0x0156, "total_energy", 23778.1, "kWh")   # = import + export, as the document says
     im.f32(IR, 0x0158, "total_reactive_energy", 4567.8, "kvarh")
+    # serial number: holding FC00h (464513), unsigned int32, read only (B+G e-tech SDM630-Modbus MID V2 manual p. 30)
+    im.u32(HR, 0xFC00, "serial_number", 20340789)
     return im
 
 
@@ -603,9 +607,9 @@ def deye_hybrid(unit, key="deye-hybrid", gateway_limit=None):
 # =============================================================================================
 
 def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_length=True, fixed=False):
-    # fixed: the layout of board/models/sunspec-inverter-103.json (model 1 with L 65, no Pad; the marker,
-    # IDs and lengths are points of that model, and it has no bit points)
-    im = Image(key, "sunspec-inverter-103" if fixed else "sunspec-inverter",
+    # fixed: the layout of board/models/sunspec-inverter-103.json and its variants 101, 102 (model 1 with
+    # L 65, no Pad; the marker, IDs and lengths are points of that model, and it has no bit points)
+    im = Image(key, f"sunspec-inverter-{model_id}" if fixed else "sunspec-inverter",
                "SunSpec Alliance sunspec/models json/model_1.json and model_101/103.json (point order and sizes, "
                "scale factors); not-implemented values from sunspec/pysunspec2 mb.py")
     im.notes.append(f"only {base}..end of the model chain answers; every other address exception 2; limit not documented")
@@ -853,9 +857,11 @@ def em24(unit):
 # sunspec/models json/model_1.json (L 65) and json/model_203.json (L 105); "SunS" at 40000, model 1 at 40002,
 # model 203 at 40069, end marker at 40176. value = raw * 10^SF; acc32 0 and int16 0x8000 are not implemented.
 
-def sunspec_meter(unit, key="sunspec-meter-203", model="sunspec-meter-203"):
+def sunspec_meter(unit, key="sunspec-meter-203", model="sunspec-meter-203", meter_id=203):
+    # meter_id 201, 202, 204: json/model_201.json, model_202.json, model_204.json have model 203's points,
+    # sizes and order (L 105); only the ID differs
     im = Image(key, model,
-               "SunSpec Alliance sunspec/models json/model_1.json and json/model_203.json (point order and sizes, "
+               f"SunSpec Alliance sunspec/models json/model_1.json and json/model_{meter_id}.json (point order and sizes, "
                "scale factors); not-implemented values from sunspec/pysunspec2 mb.py")
     im.dense(HR, 40000, 40177)
     im.text(HR, 40000, "sunspec_id", "SunS", 2)
@@ -867,7 +873,7 @@ def sunspec_meter(unit, key="sunspec-meter-203", model="sunspec-meter-203"):
     im.text(HR, 40052, "serial_number", f"RM{unit:08d}", 16)
     im.u16(HR, 40068, "device_address", unit)
     m = 40069
-    im.u16(HR, m, "meter_id", 203)
+    im.u16(HR, m, "meter_id", meter_id)
     im.u16(HR, m + 1, "meter_length", 105)
     for off in range(2, 107):
         im.put(HR, m + off, [0x8000])                        # int16 points and SFs: not implemented ...
@@ -941,11 +947,13 @@ MODEL_213_FLOATS = [   # (model_213.json point, this library's name, unit), in r
      for ph, suffix in (("", ""), ("PhA", "_a"), ("PhB", "_b"), ("PhC", "_c"))]
 
 
-def sunspec_meter_213(unit):
-    im = sunspec_meter(unit, "sunspec-meter-203-213", "sunspec-meter-203-213")
-    im.source += "; json/model_213.json (float meter, L 124)"
+def sunspec_meter_213(unit, meter_id=203, float_id=213):
+    # 211, 212, 214 (json/model_211.json ...) have model 213's float points in the same order (L 124)
+    name = f"sunspec-meter-{meter_id}-{float_id}"
+    im = sunspec_meter(unit, name, name, meter_id)
+    im.source += f"; json/model_{float_id}.json (float meter, L 124)"
     m = 40176
-    im.u16(HR, m, "float_meter_id", 213)
+    im.u16(HR, m, "float_meter_id", float_id)
     im.u16(HR, m + 1, "float_meter_length", 124)
     shown = {"A": 12.5, "PhVphA": 230.25, "Hz": 49.97, "W": -2150.5, "TotWhImp": 1234567.0}
     assert len(MODEL_213_FLOATS) == 61
@@ -957,6 +965,64 @@ def sunspec_meter_213(unit):
             im.expect(f"float_{name}", None, unit_, reason="not implemented")
     im.put(HR, m + 124, [0xFFFF, 0xFFFF]); im.expect("float_events", None, reason="not implemented")
     im.put(HR, 40302, [0xFFFF, 0])                          # the end marker, after 213
+    return im
+
+
+# board/models/sunspec-meter.json (finds the chain itself): a meter serving integer model 201 (the registers
+# of sunspec_meter above, so the same source), and one serving only the float model 213 (chain 1, 213, end).
+def sunspec_meter_reader(unit, key, meter_id):
+    im = sunspec_meter(unit, key, "sunspec-meter", meter_id)
+    im.points = []                                           # the same registers, stated in this model's names
+    im.expected_refusals = []
+    im.expect("manufacturer", "RigMeter"); im.expect("model", "RM-3P"); im.expect("version", "1.0")
+    im.expect("serial_number", f"RM{unit:08d}")
+    for name, value, unit_ in (("a_sf", -2, None), ("v_sf", -1, None), ("hz_sf", -2, None), ("w_sf", 0, None), ("totwh_sf", 0, None),
+                               ("current", 12.34, "A"), ("voltage_an", 230.5, "V"), ("frequency", 49.98, "Hz"),
+                               ("power", -2150, "W"), ("import_energy", 1234567, "Wh")):
+        im.expect(name, value, unit_)
+    for name, unit_ in SUNSPEC_METER_READER_UNSET:
+        im.expect(name, None, unit_, reason="not implemented")
+    for sf in ("va_sf", "var_sf", "pf_sf"):
+        im.expect(sf, None, reason="not implemented")
+    im.expect("export_energy", None, "Wh", reason="not accumulated")   # acc32 0
+    return im
+
+
+# (point, unit) of the sunspec-meter measurements both reader images leave unset
+SUNSPEC_METER_READER_UNSET = [
+    ("current_a", "A"), ("current_b", "A"), ("current_c", "A"), ("voltage_ln", "V"), ("voltage_bn", "V"), ("voltage_cn", "V"),
+    ("voltage_ll", "V"), ("voltage_ab", "V"), ("voltage_bc", "V"), ("voltage_ca", "V"), ("power_a", "W"), ("power_b", "W"),
+    ("power_c", "W"), ("apparent_power", "VA"), ("reactive_power", "var"), ("power_factor", None),
+]
+
+
+def sunspec_meter_reader_float(unit, key="sunspec-meter-213-only"):
+    im = Image(key, "sunspec-meter",
+               "SunSpec Alliance sunspec/models json/model_1.json (L 65) and json/model_213.json (float meter, L 124: "
+               "float32 points in the order of MODEL_213_FLOATS); not-implemented float32 0x7FC00000 from sunspec/pysunspec2 mb.py")
+    im.dense(HR, 40000, 40195)
+    im.put(HR, 40000, [0x5375, 0x6E53, 1, 65])
+    im.text(HR, 40004, "manufacturer", "RigMeter", 16)
+    im.text(HR, 40020, "model", "RM-3P-F", 16)
+    im.text(HR, 40044, "version", "2.0", 8)
+    im.text(HR, 40052, "serial_number", f"RF{unit:08d}", 16)
+    im.put(HR, 40068, [unit])
+    m = 40069
+    im.put(HR, m, [213, 124])
+    shown = {"A": 12.5, "PhVphA": 230.25, "Hz": 49.97, "W": -2150.5, "TotWhImp": 1234567.0}
+    names = {"A": "current", "PhVphA": "voltage_an", "Hz": "frequency", "W": "power", "TotWhImp": "import_energy"}
+    for i, (spec, _name, unit_) in enumerate(MODEL_213_FLOATS):
+        if spec in shown:
+            im.f32(HR, m + 2 + 2 * i, names[spec], shown[spec], unit_)
+        else:
+            im.put(HR, m + 2 + 2 * i, [0x7FC0, 0])
+    for name, unit_ in SUNSPEC_METER_READER_UNSET + [("export_energy", "Wh")]:
+        im.expect(name, None, unit_, reason="not a number")
+    im.put(HR, m + 124, [0xFFFF, 0xFFFF])
+    im.put(HR, m + 126, [0xFFFF, 0])                         # end of the chain
+    # the float model has no scale factors: the model's scale-factor points read 0 (value = raw x 10^0)
+    for sf in ("a_sf", "v_sf", "hz_sf", "w_sf", "va_sf", "var_sf", "pf_sf", "totwh_sf"):
+        im.expect(sf, 0)
     return im
 
 
@@ -990,6 +1056,12 @@ IMAGES = {
     "sunspec-meter-203": sunspec_meter,
     "sunspec-meter-203-213": sunspec_meter_213,
     "sunspec-inverter-103": lambda unit: sunspec_inverter(unit, "sunspec-inverter-103", fixed=True),
+    "sunspec-inverter-101": lambda unit: sunspec_inverter(unit, "sunspec-inverter-101", model_id=101, fixed=True),
+    "sunspec-inverter-102": lambda unit: sunspec_inverter(unit, "sunspec-inverter-102", model_id=102, fixed=True),
+    **{f"sunspec-meter-{i}": (lambda i: lambda unit: sunspec_meter(unit, f"sunspec-meter-{i}", f"sunspec-meter-{i}", i))(i) for i in (201, 202, 204)},
+    **{f"sunspec-meter-{i}-{i + 10}": (lambda i: lambda unit: sunspec_meter_213(unit, i, i + 10))(i) for i in (201, 202, 204)},
+    "sunspec-meter-reader-201": lambda unit: sunspec_meter_reader(unit, "sunspec-meter-reader-201", 201),
+    "sunspec-meter-213-only": sunspec_meter_reader_float,
     "dtsu666": dtsu666,
     "em24": em24,
 }

@@ -27,9 +27,14 @@ OPTIONS = {"count": None, "write_delay": 0.0}
 class CountingContext(ModbusSlaveContext):
     """pymodbus calls validate() once per request before it touches the data: the place to count frames."""
 
-    def __init__(self, unit, *args, **kwargs):
+    def __init__(self, unit, *args, serial=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.unit = unit
+        # An Eastron meter's serial number: holding FC00h, uint32 (outside the dense tables below)
+        self.serial = words("I", serial) if serial is not None else None
+
+    def _serial(self, fc_as_hex, address, count):
+        return self.serial is not None and fc_as_hex == 3 and SERIAL_AT <= address and address + count <= SERIAL_AT + 2
 
     def validate(self, fc_as_hex, address, count=1):
         if OPTIONS["count"]:
@@ -41,10 +46,18 @@ class CountingContext(ModbusSlaveContext):
             os.replace(tmp, OPTIONS["count"])
         if fc_as_hex in (5, 6, 15, 16) and address >= 150 and OPTIONS["write_delay"] > 0:
             time.sleep(OPTIONS["write_delay"])
+        if self._serial(fc_as_hex, address, count):
+            return True
         return super().validate(fc_as_hex, address, count)
+
+    def getValues(self, fc_as_hex, address, count=1):
+        if self._serial(fc_as_hex, address, count):
+            return self.serial[address - SERIAL_AT:address - SERIAL_AT + count]
+        return super().getValues(fc_as_hex, address, count)
 
 
 SIZE = 200  # registers/bits per table; reading past it answers exception 2 (illegal data address)
+SERIAL_AT = 0xFC00
 
 
 def words(fmt, value):
@@ -94,7 +107,7 @@ def image(unit):
     # zero_mode=True: address 0 on the wire is index 0 (the default shifts everything by one).
     return CountingContext(unit, di=ModbusSequentialDataBlock(0, di), co=ModbusSequentialDataBlock(0, co),
                               hr=ModbusSequentialDataBlock(0, hr), ir=ModbusSequentialDataBlock(0, ir),
-                              zero_mode=True)
+                              zero_mode=True, serial=20000000 + unit)
 
 
 async def main():

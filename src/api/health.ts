@@ -17,9 +17,11 @@ export interface HealthInputs {
   fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[] } | null;
   /** The last restore or reset (runtime/lifecycle.ts), shown as `lifecycle`; one that failed at this start degrades the report. */
   lifecycle?: { ok: boolean; this_start: boolean; [key: string]: unknown };
+  /** Modbus servers not serving now (a persona's serial port missing or closed, a port in use): each degrades the report. */
+  serversDown?: readonly { server: string; transport: string; port: string | number; reason: string }[];
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle, serversDown = [] }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -33,6 +35,8 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
   if (dataDir?.lost) status = 'degraded';
   // A backup left on the boot partition was refused: the gateway runs on what it had, and the user must hear why.
   if (lifecycle && !lifecycle.ok && lifecycle.this_start) status = 'degraded';
+  // A consumer reading a persona whose port is gone sees its meter lost: serving on elsewhere is not "healthy".
+  if (serversDown.length > 0) status = 'degraded';
   if (buses.configured.length > 0 && running.length === 0) status = 'unhealthy';
   return {
     status,
@@ -47,6 +51,7 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
         ...(buses.failed.size > 0 ? { errors: Object.fromEntries(buses.failed) } : {}),
       },
       ...extra,
+      servers: { ok: serversDown.length === 0, down: serversDown },
       ...(bootStatus ? { boot_config: bootStatus } : {}),
       ...(lifecycle ? { lifecycle } : {}),
       ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),

@@ -23,7 +23,40 @@ export interface ModelLibrary {
   problems: string[];
 }
 
-/** Reads every `*.json` in `dir` (default board/models). A missing directory is an empty library. */
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A variant file (`"variant_of": "<model>"`) is that model with other identity: its own top-level fields
+ * (name, description, source, covers, …) over the base's, and its `persona.constants` over the base's
+ * constants (SunSpec meters 201, 202, 204 are 203's registers with another model ID). It has no points of
+ * its own: a map written once cannot drift between its copies.
+ */
+function resolveVariants(library: ModelLibrary): void {
+  // Decided before any is resolved, so the answer does not depend on the order of the files.
+  const variants = new Set(Object.entries(library.models).filter(([, m]) => isObject(m.raw) && m.raw['variant_of'] !== undefined).map(([n]) => n));
+  for (const [name, entry] of Object.entries(library.models)) {
+    const raw = entry.raw;
+    if (!isObject(raw) || raw['variant_of'] === undefined) continue;
+    const baseName = raw['variant_of'];
+    const base = typeof baseName === 'string' && Object.hasOwn(library.models, baseName) ? library.models[baseName]!.raw : undefined;
+    const problem = typeof baseName !== 'string' ? 'must name a library model'
+      : !isObject(base) ? `no library model "${baseName}"`
+        : variants.has(baseName) ? `"${baseName}" is itself a variant; name its base`
+          : raw['points'] !== undefined ? 'a variant takes its points from its base (leave "points" out)' : undefined;
+    if (problem || !isObject(base)) {
+      library.problems.push(`${entry.label}: variant_of: ${problem}`);
+      delete library.models[name];
+      continue;
+    }
+    const { variant_of: _ignored, persona, ...own } = raw;
+    const basePersona = isObject(base['persona']) ? base['persona'] : {};
+    const ownConstants = isObject(persona) && isObject(persona['constants']) ? persona['constants'] : {};
+    const constants = { ...(isObject(basePersona['constants']) ? basePersona['constants'] : {}), ...ownConstants };
+    entry.raw = { ...structuredClone(base), ...own, ...(base['persona'] !== undefined || persona !== undefined ? { persona: { ...structuredClone(basePersona), constants } } : {}) };
+  }
+}
+
+/** Reads every `*.json` in `dir` (default board/models), variants resolved. A missing directory is an empty library. */
 export function readModelLibrary(dir: string = DEFAULT_MODELS_DIR): ModelLibrary {
   const labelDir = path.resolve(dir) === path.resolve(DEFAULT_MODELS_DIR) ? 'board/models' : dir.replace(/\/+$/, '');
   const library: ModelLibrary = { models: {}, problems: [] };
@@ -49,5 +82,6 @@ export function readModelLibrary(dir: string = DEFAULT_MODELS_DIR): ModelLibrary
       library.problems.push(`${label}: (root): ${describeJsonError(text, e)}`);
     }
   }
+  resolveVariants(library);
   return library;
 }

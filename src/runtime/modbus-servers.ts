@@ -35,6 +35,15 @@ export interface ModbusServersPart extends Part<GatewayConfig> {
   persona(serverId: string, unit: number): PersonaUnit | undefined;
   /** Every persona unit of a server. */
   personas(serverId: string): PersonaUnit[];
+  /** Servers not serving now: an RTU persona port missing or closed (retried meanwhile), or a server that could not start. */
+  down(): ServerDown[];
+}
+
+export interface ServerDown {
+  server: string;
+  transport: ServerConfig['transport'];
+  port: string | number;
+  reason: string;
 }
 
 
@@ -156,6 +165,14 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
       ...Object.fromEntries([...slaves].map(([id, s]) => [id, withPersonas(id, { ...s.counts })])),
       ...Object.fromEntries([...failed].map(([id, error]) => [id, { running: false, error }])),
     }),
+    down: () => [
+      ...[...slaves].filter(([, s]) => !s.counts.open).map(([id, s]) => ({
+        server: id, transport: 'rtu' as const, port: s.path,
+        // Between the close and the first failed attempt there is no error yet: the port closed under it.
+        reason: s.counts.error ?? 'the serial port closed; opening it again',
+      })),
+      ...servers.filter((c) => failed.has(c.id)).map((c) => ({ server: c.id, transport: c.transport, port: c.port, reason: failed.get(c.id)! })),
+    ],
     persona: (serverId, unit) => personas.get(serverId)?.get(unit),
     personas: (serverId) => [...(personas.get(serverId)?.values() ?? [])],
   };

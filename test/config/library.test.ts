@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -96,6 +98,34 @@ test('hostile model names do not crash or pollute', () => {
   const config = validateConfig(raw, { env: {}, models: {}, checkers: [] });
   assert.ok(Object.hasOwn(config.models, '__proto__'));
   assert.is(resolveDevices(config)[0]!.points.size, 1);
+});
+
+test('a variant file is its base model with its own identity and persona constants; a broken variant is named', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'sg-variants-'));
+  try {
+    const put = (name: string, model: unknown): void => writeFileSync(path.join(dir, `${name}.json`), JSON.stringify(model));
+    put('base', { name: 'base', source: 'base doc', persona: { constants: { id: 1, model: 'base' }, same_as: { b: 'a' } },
+      points: [{ name: 'a', type: 'int' }, { name: 'b', type: 'int' }, { name: 'id', type: 'int' }] });
+    put('two', { name: 'two', variant_of: 'base', source: 'two doc', persona: { constants: { id: 2 } } });
+    put('nobase', { name: 'nobase', variant_of: 'missing' });
+    put('chained', { name: 'chained', variant_of: 'two' });
+    put('zchained', { name: 'zchained', variant_of: 'two' }); // read after its base: the same answer
+    put('ownpoints', { name: 'ownpoints', variant_of: 'base', points: [] });
+    const library = readModelLibrary(dir);
+    assert.equal(library.models['two']!.raw, {
+      name: 'two', source: 'two doc', persona: { constants: { id: 2, model: 'base' }, same_as: { b: 'a' } },
+      points: [{ name: 'a', type: 'int' }, { name: 'b', type: 'int' }, { name: 'id', type: 'int' }],
+    });
+    assert.equal(Object.keys(library.models).sort(), ['base', 'two']);
+    assert.equal(library.problems.sort(), [
+      `${dir}/chained.json: variant_of: "two" is itself a variant; name its base`,
+      `${dir}/nobase.json: variant_of: no library model "missing"`,
+      `${dir}/ownpoints.json: variant_of: a variant takes its points from its base (leave "points" out)`,
+      `${dir}/zchained.json: variant_of: "two" is itself a variant; name its base`,
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();

@@ -226,16 +226,17 @@ rtuTest('library models through the real config loader: an Eastron SDM120 reads,
   const driver = createModbusRtuDriver(config.buses[0]!, resolveDevices(config), context(sink));
   try {
     await driver.start();
-    await waitFor('meter and relay values', () => Object.keys(sink.latest('meter-1')).length === 13 /* 14 before phase_angle, which the SDM120 lacks, was removed */ && Object.keys(sink.latest('relays')).length === 9, 5000);
+    await waitFor('meter and relay values', () => Object.keys(sink.latest('meter-1')).length === 14 /* 13 measurements (phase_angle, which the SDM120 lacks, removed) + the serial number */ && Object.keys(sink.latest('relays')).length === 9, 5000);
     const m = sink.latest('meter-1');
-    assert.equal([m['voltage'], m['current'], m['active_power'], m['frequency'], m['total_energy']], [231.5, 5.25, 1210, 50, 1234.5]);
+    assert.equal([m['voltage'], m['current'], m['active_power'], m['frequency'], m['total_energy'], m['serial_number']], [231.5, 5.25, 1210, 50, 1234.5, 20000001]);
     assert.is(sink.latest('relays')['relay_1'], 1); // the slave starts with coils 0, 3, 6 on
     assert.is(sink.latest('relays')['software_version'], 100); // raw: the gateway applies scale 0.01
     await driver.write('relays', [{ name: 'relay_1', value: 0 }, { name: 'relay_2', value: 1 }]);
     assert.equal(await driver.read!('relays', ['relay_1', 'relay_2']), { relay_1: 0, relay_2: 1 });
     const s = driver.stats!() as { devices: Record<string, Record<string, unknown>> };
-    // SDM120 at 9600: 0..31 (4-register gaps bridged), 70..79, 342..345 — a 38-register gap costs more than a request.
-    assert.is(s.devices['meter-1']!['readsPerCycle'], 3);
+    // SDM120 at 9600: 0..31 (4-register gaps bridged), 70..79, 342..345 — a 38-register gap costs more than a
+    // request — and the serial number at holding FC00h (its own 10-minute poll, still one of the device's reads).
+    assert.is(s.devices['meter-1']!['readsPerCycle'], 4);
     assert.is(sink.failuresOf('meter-1').length + sink.failuresOf('relays').length, 0);
   } finally {
     await driver.stop();

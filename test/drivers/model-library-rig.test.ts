@@ -11,12 +11,11 @@
  * (`GET /api/v1/models`), the not-available markers (value null with the reason), and that the slave
  * refused nothing the gateway sent. A Modbus model in board/models without an image fails the test.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { suite, test } from 'uvu';
 import * as assert from 'uvu/assert';
 import M from 'modbus-serial';
+import { readModelLibrary } from '../../src/config/models.js';
 import { call } from '../helpers/http.js';
 import { DeviceRig, describeImages, deviceRigConfig, deviceSpec, startDeviceGateway, type DeviceGateway, type DeviceImage, type ExpectedPoint } from '../helpers/device-rig.js';
 import { mbpollAvailable, rigUnavailable } from './modbus-rig.js';
@@ -31,9 +30,8 @@ const images: DeviceImage[] = why ? [] : describeImages('');
 
 interface LibraryModel { name: string; sunspec?: unknown; points?: { name: string; decimals?: number; modbus?: unknown }[] }
 
-/** The library model files (for which of them talk Modbus, and each point's display rounding). */
-const library: LibraryModel[] = readdirSync('board/models').filter((f) => f.endsWith('.json'))
-  .map((f) => JSON.parse(readFileSync(join('board/models', f), 'utf8')) as LibraryModel);
+/** The library models as the loader hands them on, variants resolved (which talk Modbus, each point's display rounding). */
+const library: LibraryModel[] = Object.values(readModelLibrary().models).map((m) => m.raw as LibraryModel);
 
 /** The library models that talk Modbus (the gpio-* ones do not). */
 function modbusLibraryModels(): string[] {

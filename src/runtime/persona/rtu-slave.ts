@@ -90,6 +90,11 @@ export class RtuPersonaSlave {
     this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU persona slave listening');
   }
 
+  /** The serial device this slave serves on. */
+  get path(): string {
+    return this.config.port;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);

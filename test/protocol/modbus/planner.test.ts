@@ -1,7 +1,5 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ModbusPointBlock } from '../../../src/config/types.js';
 import type { ModbusTable } from '../../../src/protocol/modbus/address.js';
 import { resolveAddress } from '../../../src/protocol/modbus/address.js';
@@ -9,6 +7,7 @@ import { pointWidth } from '../../../src/protocol/modbus/codec.js';
 import { capFor, PlanError, planCostMs, planReads, type PlanOptions, type PlanPoint } from '../../../src/protocol/modbus/planner.js';
 import { requestCostMs, rtuCostModel, tcpCostModel } from '../../../src/protocol/modbus/wire-cost.js';
 import { referenceCost } from './plan-reference.js';
+import { readModelLibrary } from '../../../src/config/models.js';
 
 const rtu9600 = rtuCostModel(9600);
 const pp = (table: ModbusTable, address: number, width = 1, ref = `${table}${address}`): PlanPoint<string> => ({ table, address, width, ref });
@@ -130,8 +129,10 @@ interface ModelFile { name: string; points: { name: string; poll?: string; modbu
 test('model library: at least 12 Modbus models, every one planned within 5% of the reference', () => {
   const dir = 'board/models';
   let modbusModels = 0;
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-    const model = JSON.parse(readFileSync(join(dir, file), 'utf8')) as ModelFile;
+  // Read through the library loader: a variant file takes its points from its base.
+  for (const [name, { raw }] of Object.entries(readModelLibrary(dir).models)) {
+    const file = `${name}.json`;
+    const model = raw as ModelFile;
     const points: PlanPoint<string>[] = [];
     for (const p of model.points) {
       if (!p.modbus) continue;
