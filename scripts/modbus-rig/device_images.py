@@ -212,6 +212,8 @@ def sdm630(unit):
     im.f32(IR, 0x0158, "total_reactive_energy", 4567.8, "kvarh")
     # serial number: holding FC00h (464513), unsigned int32, read only (B+G e-tech SDM630-Modbus MID V2 manual p. 30)
     im.u32(HR, 0xFC00, "serial_number", 20340789)
+    # meter code: holding FC02h (464515), 0070h on an SDM630 (Tinkerforge/evse-v2-bricklet software/src/sdm.c)
+    im.u16(HR, 0xFC02, "meter_code", 0x0070)
     return im
 
 

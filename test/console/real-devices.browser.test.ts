@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 /**
  * The console with real devices (Debian's chromium, playwright-core): the whole model library, a Modbus RTU
- * bus on the pymodbus rig over a socat pty, a 35-point meter (eastron-sdm630) and an 8-coil I/O board on it.
+ * bus on the pymodbus rig over a socat pty, a 36-point meter (eastron-sdm630) and an 8-coil I/O board on it.
  * No view scrolls sideways at 375 or 1280 px, and axe-core finds nothing serious on any (the Add-device page with the Modbus bus chosen lists every
  * library model); an opened plot is scrolled into view; a test read shows units and plausibility flags;
  * coils are toggles; a scan's probes are not counted as bus timeouts; a restart button where a restart is
@@ -104,7 +104,7 @@ test('no view scrolls sideways at 375 or 1280 px with the whole library and a Mo
   }
 });
 
-test('Plot on a point at the end of the 35-point meter is scrolled into view', async () => {
+test('Plot on a point at the end of the 36-point meter is scrolled into view', async () => {
   if (why) return;
   gw = await start(realConfig());
   const { page, problems } = await openPage(browser!, `http://127.0.0.1:${gw.httpPort}/#/device/sdm`, { width: 1280, height: 800 });
@@ -143,7 +143,7 @@ test('a test read shows values with units and flags the implausible ones, as pro
     assert.is(await page.textContent('.probe [data-point="current_l1"]'), '5.25 A');
     assert.is(await page.locator('.probe tr:has(th:text-is("voltage_l1")) .flag').count(), 0);
     assert.match(await page.textContent('.probe tr:has(th:text-is("voltage_l2")) .flag') ?? '', /implausible: 0 V: no voltage/);
-    assert.match(await page.textContent('.probe') ?? '', /35 points: \d+ ok, [1-9]\d* implausible, 0 not available, 0 failed/);
+    assert.match(await page.textContent('.probe') ?? '', /36 points: \d+ ok, [1-9]\d* implausible, 0 not available, 0 failed/);
     const over = await sideways(page);
     assert.ok(over <= 0, `the test read scrolls sideways by ${over}px`);
     assert.equal(problems, []);

@@ -155,12 +155,13 @@ test('SunSpec meter 203 + 213 in one chain: walked from 40000, 213 serves what 2
   assert.is(torn, 0, 'torn W/W_SF/float W reads');
 });
 
-test('Eastron SDM630/SDM120/SDM230: the serial number at holding FC00h (uint32) served when bound, 0xFFFFFFFF unbound; FC02h (meter code, undocumented) answers 0x02', async () => {
+test('Eastron SDM630/SDM120/SDM230: the serial number at holding FC00h (uint32) served when bound, 0xFFFFFFFF unbound; FC02h: the SDM630\'s meter code 0070h as a WARP charger reads it, none on the SDM120/230 (0x02)', async () => {
   for (const name of ['eastron-sdm630', 'eastron-sdm120', 'eastron-sdm230']) {
     const model = models[name]!;
     const { at, unit } = setup(model, { bind: { serial_number: { value: 20340789 } } });
     assert.equal(await at(3, 0xfc00, 2), [20340789 >>> 16, 20340789 & 0xffff], `${name}: serial, high word first`);
-    assert.equal([...(await unit.answer(readPdu(3, 0xfc02, 1)))!], [0x83, 0x02], `${name}: no meter-code register`);
+    if (name === 'eastron-sdm630') assert.equal(await at(3, 0xfc02, 1), [0x0070], `${name}: meter code, unbound (a constant)`);
+    else assert.equal([...(await unit.answer(readPdu(3, 0xfc02, 1)))!], [0x83, 0x02], `${name}: no meter-code register`);
     const unbound = setup(model, {});
     assert.equal(await unbound.at(3, 0xfc00, 2), [0xffff, 0xffff], `${name}: unbound serial is "not available", never 0`);
   }
