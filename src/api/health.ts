@@ -17,9 +17,14 @@ export interface HealthInputs {
   fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[] } | null;
   /** The last restore or reset (runtime/lifecycle.ts), shown as `lifecycle`; one that failed at this start degrades the report. */
   lifecycle?: { ok: boolean; this_start: boolean; [key: string]: unknown };
+  /**
+   * The last A/B system update (runtime/update-service.ts), shown as `update`: `ok: false` when it failed or was
+   * refused. It does not degrade the report: the gateway that answers runs fine, on the version it had.
+   */
+  update?: Record<string, unknown>;
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle, update }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -49,6 +54,7 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
       ...extra,
       ...(bootStatus ? { boot_config: bootStatus } : {}),
       ...(lifecycle ? { lifecycle } : {}),
+      ...(update ? { update } : {}),
       ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
       // The paths can name MQTT users: the list itself is behind the write token (GET /config/file-drift).
       ...(fileDrift ? { config_file: { console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length, details: '/api/v1/config/file-drift' } } : {}),
