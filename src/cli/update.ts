@@ -19,11 +19,11 @@ export interface UpdateCliOptions {
   systemConf: string;
   out: (line: string) => void;
   err: (line: string) => void;
-  /** How often status.json is read. */
-  pollMs?: number;
 }
 
 const DEFAULT_TIMEOUT_S = 1800;
+/** status.json is another process's small file in the page cache: reading it each second costs no card write. */
+const POLL_MS = 1000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mb = (n: number): string => `${(n / 1048576).toFixed(1)} MB`;
 
@@ -46,7 +46,7 @@ async function follow(dataDir: string, since: number, timeoutS: number, opts: Up
       opts.err(`shadowgate update: the install is not over after ${timeoutS} s (last: ${status.state}); it goes on: follow it in the console or with GET /api/v1/system/update`);
       return 1;
     }
-    await sleep(opts.pollMs ?? 1000);
+    await sleep(POLL_MS);
   }
 }
 

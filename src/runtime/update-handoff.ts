@@ -47,14 +47,13 @@ export interface HandOffOptions {
 const mb = (n: number): string => `${(n / 1048576).toFixed(1)} MB`;
 
 /** The update directory, owned like data_dir (`shadowgate update` may run as root; the gateway must still read it). */
-async function ensureDir(dataDir: string): Promise<string> {
+async function ensureDir(dataDir: string): Promise<void> {
   const dir = updateDir(dataDir);
   await mkdir(dir, { recursive: true, mode: 0o750 });
   if (process.getuid?.() === 0) {
     const owner = await stat(dataDir);
     await chown(dir, owner.uid, owner.gid);
   }
-  return dir;
 }
 
 /** Bytes the bundle may take: free space (plus an old bundle it replaces) less the reserve. */
@@ -105,10 +104,14 @@ export async function handOff(body: AsyncIterable<Buffer>, opts: HandOffOptions)
   const current = await currentStatus(dataDir, opts.since);
   if (current.request_pending) throw new UpdateError('busy', 'an update bundle was handed over already and waits for the system\'s update service');
   if (BUSY_STATES.includes(current.state)) throw new UpdateError('busy', `an update is in progress (${current.state}${current.progress !== null ? ` ${current.progress}%` : ''}): wait until it is over`);
-  const dir = await ensureDir(dataDir).catch((err: unknown) => {
-    throw storageError(err, updateDir(dataDir));
-  });
-  const limit = await room(dir);
+  const dir = updateDir(dataDir);
+  let limit: number;
+  try {
+    await ensureDir(dataDir);
+    limit = await room(dir);
+  } catch (err) {
+    throw storageError(err, dir);
+  }
   const tooLarge = (size: number): UpdateError =>
     new UpdateError('too_large', `the bundle (${mb(size)}) does not fit: ${mb(limit)} may be used in ${dir} (free space less ${mb(FREE_RESERVE_BYTES)} kept for the gateway's data)`);
   if (opts.expectedSize !== undefined && opts.expectedSize > limit) throw tooLarge(opts.expectedSize);
@@ -123,7 +126,9 @@ export async function handOff(body: AsyncIterable<Buffer>, opts: HandOffOptions)
 
   const part = path.join(dir, F.part);
   const bundle = path.join(dir, F.bundle);
-  const fh = await claimPart(part, opts.now);
+  const fh = await claimPart(part, opts.now).catch((err: unknown) => {
+    throw err instanceof UpdateError ? err : storageError(err, dir);
+  });
   const hash = createHash('sha256');
   let size = 0;
   let renamed = false;
