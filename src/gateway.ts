@@ -45,7 +45,7 @@ import { mountHomeAssistant } from './api/homeassistant-routes.js';
 import { createLifecycle } from './runtime/backup-service.js';
 import { lastLifecycle, type LifecycleStatus } from './runtime/lifecycle.js';
 import { createUpdates } from './runtime/update-service.js';
-import { RAUC_SYSTEM_CONF } from './runtime/update-status.js';
+import { RAUC_SYSTEM_CONF } from './store/update-status.js';
 
 export interface Gateway {
   shadow: Shadow;

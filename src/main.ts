@@ -269,7 +269,7 @@ export async function main(argv: string[]): Promise<number> {
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));
     case 'update': {
       const { runUpdate } = await import('./cli/update.js');
-      const { RAUC_SYSTEM_CONF } = await import('./runtime/update-status.js');
+      const { RAUC_SYSTEM_CONF } = await import('./store/update-status.js');
       return runUpdate(rest, {
         dataDir: async (f) => (await loadOrExplain(f ?? process.env.SHADOWGATE_CONFIG ?? DEFAULT_CONFIG))?.config.gateway.data_dir,
         systemConf: raucSystemConf().raucSystemConf ?? RAUC_SYSTEM_CONF,

@@ -6,7 +6,6 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { badRequest } from '../core/errors.js';
-import { UpdateError, type UpdateErrorKind } from '../runtime/update-handoff.js';
 import type { ApiRequest, LifecycleService, RouteKit, UpdateService } from './context.js';
 import { HttpError, okEnvelope, sendEnvelope } from './envelope.js';
 import { longUpload } from './long-upload.js';
@@ -15,10 +14,6 @@ import { longUpload } from './long-upload.js';
 export const MAX_RESTORE_BYTES = 4 * 1024 ** 3;
 /** Largest update bundle taken before the free space of data_dir is even looked at (which usually limits first). */
 export const MAX_BUNDLE_BYTES = 4 * 1024 ** 3;
-
-const UPDATE_STATUS: Record<UpdateErrorKind, number> = {
-  unavailable: 501, busy: 409, not_bundle: 400, too_large: 413, incomplete: 400, storage: 507,
-};
 
 const flag = (req: ApiRequest, name: string): boolean => {
   const v = req.query[name];
@@ -68,12 +63,7 @@ export function mountUpdateRoutes(updates: UpdateService, kit: RouteKit): void {
   kit.route('GET', '/system/update', 'read', () => updates.status());
   kit.stream('POST', '/system/update', 'write', MAX_BUNDLE_BYTES, async (req, res) => {
     const body = fileBody(req, MAX_BUNDLE_BYTES, 'the .raucb file itself (Content-Type: application/octet-stream)');
-    let data: unknown;
-    try {
-      data = await updates.install(body, declaredSize(req));
-    } catch (err) {
-      throw err instanceof UpdateError ? new HttpError(UPDATE_STATUS[err.kind], err.message) : err;
-    }
+    const data = await updates.install(body, declaredSize(req));
     // Accepted: the system's update service takes it from here (GET /system/update follows it).
     sendEnvelope(req, res, 202, okEnvelope(data));
   });

@@ -1,6 +1,6 @@
 /**
  * `shadowgate update FILE`: installs an A/B system update bundle from the box itself — the same hand-over
- * as POST /api/v1/system/update (runtime/update-handoff.ts) into the configured data_dir — then follows the
+ * as POST /api/v1/system/update (store/update-handoff.ts) into the configured data_dir — then follows the
  * system's update service, a line for each step, until the install is over or the timeout passes.
  * Exit status 0 when installed (rebooting, or already marked good), 1 when refused, failed or timed out,
  * 2 for wrong usage.
@@ -8,8 +8,8 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { UpdateError, handOff } from '../runtime/update-handoff.js';
-import { FINAL_STATES, currentStatus, notAvailableMessage, updateAvailable, type UpdateStatus } from '../runtime/update-status.js';
+import { UpdateError, handOff } from '../store/update-handoff.js';
+import { FINAL_STATES, currentStatus, notAvailableMessage, updateAvailable, type UpdateStatus } from '../store/update-status.js';
 
 export const UPDATE_USAGE = 'usage: shadowgate update FILE.raucb [--config FILE] [--timeout SECONDS (default 1800)]';
 

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { atomicWriteFile, fsyncDir } from '../util/atomic-file.js';
 import { LIFECYCLE_FILES as F } from '../util/lifecycle-files.js';
 import { LOCK_FILE } from './data-dir-lock.js';
-import { UPDATE_FILES } from './update-status.js';
+import { UPDATE_FILES } from '../store/update-status.js';
 import { PENDING_INFO, RestoreError, STAGING_PREFIX, stageRestore, type StageOptions } from './backup-read.js';
 
 export interface LifecycleStatus {

@@ -4,10 +4,11 @@
  * that, until the root side writes a newer status, the answer is `checking` and not the update before.
  */
 import type { UpdateService } from '../api/context.js';
+import { HttpError } from '../api/envelope.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../util/logger.js';
-import { handOff } from './update-handoff.js';
-import { currentStatus, updateAvailable } from './update-status.js';
+import { UpdateError, handOff, type UpdateErrorKind } from '../store/update-handoff.js';
+import { currentStatus, updateAvailable } from '../store/update-status.js';
 
 export interface UpdateOptions {
   dataDir: string;
@@ -17,6 +18,11 @@ export interface UpdateOptions {
   clock: Clock;
   log: Logger;
 }
+
+/** A refused upload's own HTTP status (docs/rest.md "System update"). */
+const HTTP_STATUS: Record<UpdateErrorKind, number> = {
+  unavailable: 501, busy: 409, not_bundle: 400, too_large: 413, incomplete: 400, storage: 507,
+};
 
 export function createUpdates(opts: UpdateOptions): UpdateService {
   let since: number | undefined;
@@ -30,6 +36,8 @@ export function createUpdates(opts: UpdateOptions): UpdateService {
       const now = opts.clock.now();
       const request = await handOff(body, {
         dataDir: opts.dataDir, systemConf: opts.systemConf, by: 'rest', now, since, ...(expectedSize !== undefined ? { expectedSize } : {}),
+      }).catch((err: unknown) => {
+        throw err instanceof UpdateError ? new HttpError(HTTP_STATUS[err.kind], err.message) : err;
       });
       since = now;
       opts.log.info({ size: request.size, sha256: request.sha256 }, 'update bundle handed over to the system\'s update service');

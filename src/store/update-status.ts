@@ -92,7 +92,8 @@ export async function readStatusFile(dataDir: string): Promise<UpdateStatus> {
 export async function readRequest(dataDir: string): Promise<UpdateRequest | undefined> {
   try {
     const v = JSON.parse(await readFile(path.join(updateDir(dataDir), UPDATE_FILES.request), 'utf8')) as unknown;
-    return isObj(v) ? (v as unknown as UpdateRequest) : undefined;
+    if (!isObj(v)) return undefined;
+    return { bundle: String(v.bundle), size: Number(v.size), sha256: String(v.sha256), requested_at: String(v.requested_at), by: v.by === 'cli' ? 'cli' : 'rest' };
   } catch {
     return undefined;
   }
