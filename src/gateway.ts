@@ -44,6 +44,8 @@ import { consoleUrl, haDeviceInfo, haPointInfo, hostAddress } from './runtime/ha
 import { mountHomeAssistant } from './api/homeassistant-routes.js';
 import { createLifecycle } from './runtime/backup-service.js';
 import { lastLifecycle, type LifecycleStatus } from './runtime/lifecycle.js';
+import { createUpdates } from './runtime/update-service.js';
+import { RAUC_SYSTEM_CONF } from './store/update-status.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -85,6 +87,8 @@ export interface GatewayOptions {
   restart?: () => void;
   /** What main.ts restored or reset at this start (runtime/lifecycle.ts); else the last outcome kept in data_dir. */
   lifecycle?: LifecycleStatus;
+  /** RAUC's system.conf, whose presence makes A/B system updates available (default /etc/rauc/system.conf). */
+  raucSystemConf?: string;
 }
 
 export async function startGateway(config: GatewayConfig, opts: GatewayOptions): Promise<Gateway> {
@@ -166,6 +170,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       flushHistory: () => history.flush(),
       ...(opts.restart ? { restart: opts.restart } : {}), ...(lastLife ? { status: lastLife } : {}),
     });
+    const updates = createUpdates({ dataDir, systemConf: opts.raucSystemConf ?? RAUC_SYSTEM_CONF, version, clock, log: log.child({ part: 'update' }) });
     const system = createSystem({
       buses, dataDir, clock, version, log,
       restartPending: () => manager.restartPending(), ...(opts.restart ? { restart: opts.restart } : {}),
@@ -182,8 +187,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const http = await parts.start(createHttpPart({
       host: config.http.host, port: config.http.port,
       api: {
-        shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle,
-        health: () => buildHealth({
+        shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle, updates,
+        health: async () => buildHealth({
           shadow, persist: persistence.stats(),
           buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
           extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
@@ -192,6 +197,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
           ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
           ...(lastLife ? { lifecycle: lastLife } : {}),
           serversDown: modbusServers.down(),
+          update: await updates.check(),
         }),
       },
       metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),

@@ -36,12 +36,15 @@ const USAGE = `usage: shadowgate <command> [options]
   probe --bus ID | --port DEV [--baud 9600 --parity none --stop-bits 1]  --unit N --model NAME [--json]
                              read every point of a device once, with units; flag implausible values
   hash-password [--password P]  print a password_hash for mqtt.users (reads the password from stdin)
+  update FILE.raucb [--timeout SECONDS]
+                             SD image: install an A/B system update bundle and follow the install (docs/deploy.md)
   boot-config [--source FILE] [--dir DIR] [--fallback FILE] [--root DIR]
                              SD image, at boot: validate and store the boot partition's config, apply host name,
                              Wi-Fi and SSH keys (boot-config --help for the defaults)
 
 environment: SHADOWGATE_CONFIG, SHADOWGATE_DATA_DIR, SHADOWGATE_HTTP_PORT, SHADOWGATE_MQTT_PORT, SHADOWGATE_MQTT_WS_PORT,
-  SHADOWGATE_BOOT_STATUS (boot-config's status.json, shown by run as checks.boot_config in /health/shadow)`;
+  SHADOWGATE_BOOT_STATUS (boot-config's status.json, shown by run as checks.boot_config in /health/shadow),
+  SHADOWGATE_RAUC_SYSTEM_CONF (where run and update look for RAUC's system.conf: /etc/rauc/system.conf)`;
 
 const DEFAULT_CONFIG = '/etc/shadowgate/config.json';
 /** Exit status of a restart asked for from the console (EX_TEMPFAIL); the systemd unit restarts on it. */
@@ -103,6 +106,12 @@ function explainStartup(err: unknown, config: GatewayConfig): number {
   process.stderr.write(`shadowgate: ${line}\n`);
   return 1;
 }
+
+/** Where RAUC's system.conf is looked for: $SHADOWGATE_RAUC_SYSTEM_CONF moves it (tests, a development box). */
+const raucSystemConf = (): { raucSystemConf?: string } => {
+  const file = process.env.SHADOWGATE_RAUC_SYSTEM_CONF?.trim();
+  return file ? { raucSystemConf: file } : {};
+};
 
 /** boot-config's status, read once at start: it changes only at the next boot. */
 async function loadBootStatus(log: Logger): Promise<Record<string, unknown> | undefined> {
@@ -168,7 +177,7 @@ async function run(file: string): Promise<number> {
   try {
     gateway = await startGateway(config, {
       log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, routes: [], damage, ...(bootStatus ? { bootStatus } : {}), ...restart,
-      ...(lifecycle ? { lifecycle } : {}),
+      ...(lifecycle ? { lifecycle } : {}), ...raucSystemConf(),
     });
   } catch (err) {
     sd.close();
@@ -258,6 +267,15 @@ export async function main(argv: string[]): Promise<number> {
     }
     case 'hash-password':
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));
+    case 'update': {
+      const { runUpdate } = await import('./cli/update.js');
+      const { RAUC_SYSTEM_CONF } = await import('./store/update-status.js');
+      return runUpdate(rest, {
+        dataDir: async (f) => (await loadOrExplain(f ?? process.env.SHADOWGATE_CONFIG ?? DEFAULT_CONFIG))?.config.gateway.data_dir,
+        systemConf: raucSystemConf().raucSystemConf ?? RAUC_SYSTEM_CONF,
+        out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`),
+      });
+    }
     case 'boot-config': {
       const { runBootConfig } = await import('./cli/boot-config.js');
       return runBootConfig(rest, (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));

@@ -8,7 +8,7 @@ import { ConfigError } from '../config/load.js';
 import { badRequest } from '../core/errors.js';
 import type { AuthChecker } from './auth.js';
 import type { ApiContext, ApiRequest, ConfigService, RouteKit, SystemService } from './context.js';
-import { mountLifecycleRoutes } from './lifecycle-routes.js';
+import { mountLifecycleRoutes, mountUpdateRoutes } from './lifecycle-routes.js';
 import { requireText } from './params.js';
 import { redactConfig, restoreSecrets } from './redact.js';
 
@@ -74,6 +74,7 @@ export function mountConfigRoutes(ctx: ApiContext, kit: RouteKit, auth: AuthChec
   if (ctx.config) mountConfig(ctx.config, kit);
   if (ctx.system) mountSystem(ctx.system, kit);
   if (ctx.lifecycle) mountLifecycleRoutes(ctx.lifecycle, kit);
+  if (ctx.updates) mountUpdateRoutes(ctx.updates, kit);
   // The console asks once what the token it holds may do.
   kit.route('GET', '/auth', 'read', (req) => ({ tokens: auth.enabled, canWrite: auth.canWrite(req) }));
 }

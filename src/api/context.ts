@@ -111,16 +111,27 @@ export interface LifecycleService {
   info(): { gateway_id: string; restart_available: boolean; last: unknown };
 }
 
+/** A/B system updates (src/runtime/update-service.ts implements it). */
+export interface UpdateService {
+  /** The last status the system's update service wrote, with `available`, `running_version` and `request_pending`. */
+  status(): Promise<Record<string, unknown>>;
+  /** Streams a bundle to the update directory and asks for its install; `expectedSize`: the Content-Length. */
+  install(body: AsyncIterable<Buffer>, expectedSize: number | undefined): Promise<Record<string, unknown>>;
+  /** /health/shadow's `update` check; undefined when no update was ever asked for or made. */
+  check(): Promise<Record<string, unknown> | undefined>;
+}
+
 export interface ApiContext {
   shadow: Shadow;
   io: DeviceIO;
   http: GatewayConfig['http'];
   log: Logger;
-  health: () => HealthReport;
+  health: () => HealthReport | Promise<HealthReport>;
   /** Live configuration and system pages (absent in tests that mount the API alone). */
   config?: ConfigService;
   system?: SystemService;
   lifecycle?: LifecycleService;
+  updates?: UpdateService;
   /** Extra routes (history) mounted by the lead; use `kit.route` to get auth, body limit and the envelope. */
   extraRoutes?: (app: ApiApp, kit: RouteKit) => void;
 }

@@ -19,9 +19,14 @@ export interface HealthInputs {
   lifecycle?: { ok: boolean; this_start: boolean; [key: string]: unknown };
   /** Modbus servers not serving now (a persona's serial port missing or closed, a port in use): each degrades the report. */
   serversDown?: readonly { server: string; transport: string; port: string | number; reason: string }[];
+  /**
+   * The last A/B system update (runtime/update-service.ts), shown as `update`: `ok: false` when it failed or was
+   * refused. It does not degrade the report: the gateway that answers runs fine, on the version it had.
+   */
+  update?: Record<string, unknown>;
 }
 
-export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle, serversDown = [] }: HealthInputs): HealthReport {
+export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, dataDir, fileDrift, lifecycle, serversDown = [], update }: HealthInputs): HealthReport {
   const stats = shadow.stats();
   const running = Object.keys(buses.stats);
   const missingBuses = buses.configured.filter((id) => !Object.hasOwn(buses.stats, id));
@@ -54,6 +59,7 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
       servers: { ok: serversDown.length === 0, down: serversDown },
       ...(bootStatus ? { boot_config: bootStatus } : {}),
       ...(lifecycle ? { lifecycle } : {}),
+      ...(update ? { update } : {}),
       ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
       // The paths can name MQTT users: the list itself is behind the write token (GET /config/file-drift).
       ...(fileDrift ? { config_file: { console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length, details: '/api/v1/config/file-drift' } } : {}),

@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import { createApi } from './app.js';
 import type { ApiContext } from './context.js';
 import { failEnvelope } from './envelope.js';
+import { isLongUpload } from './long-upload.js';
 
 export interface HttpHandle {
   server: http.Server;
@@ -35,6 +36,8 @@ function lingerThenClose(socket: Socket): void {
  */
 function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (answered.has(socket)) return;
+  // Node drops a timed-out request from its checks: an upload that guards its own pace (long-upload.ts) goes on.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && isLongUpload(socket)) return;
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
@@ -52,6 +55,11 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     inFlight.setHeader('Content-Type', 'application/json; charset=utf-8');
     inFlight.setHeader('Content-Length', Buffer.byteLength(body));
     inFlight.setHeader('Connection', 'close');
+    // Answered, the request leaves Node's list of those a closing socket aborts: a handler still reading its
+    // body (an upload cut off mid-body: HPE_INVALID_EOF_STATE) would wait for the rest forever.
+    socket.once('close', () => {
+      if (!inFlight.req.complete) inFlight.req.destroy(new Error(`request body incomplete (${err.code ?? err.message})`));
+    });
     inFlight.end(body, () => lingerThenClose(socket));
     return;
   }
@@ -78,12 +86,17 @@ function onConnect(req: http.IncomingMessage, socket: Duplex): void {
   );
 }
 
-export async function startHttp(ctx: ApiContext, opts: { host: string; port: number }): Promise<HttpHandle> {
+/** A whole request's time (headers and body); tests shorten it. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export async function startHttp(ctx: ApiContext, opts: { host: string; port: number; requestTimeoutMs?: number }): Promise<HttpHandle> {
   const api = createApi(ctx);
-  const server = http.createServer(api.handler);
+  const requestTimeout = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // Node looks for timed-out requests every 30 s by default: a shorter limit is looked at as often as it is long.
+  const server = http.createServer({ connectionsCheckingInterval: Math.min(30_000, requestTimeout) }, api.handler);
   // A Pi serves a few clients: a slow or stalled upload should not hold a socket for Node's default 5 min.
-  server.requestTimeout = 30_000;
-  server.headersTimeout = 10_000;
+  server.requestTimeout = requestTimeout;
+  server.headersTimeout = Math.min(10_000, requestTimeout);
   server.on('clientError', onClientError);
   server.on('connect', onConnect);
   await new Promise<void>((resolve, reject) => {

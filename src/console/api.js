@@ -15,6 +15,13 @@ export class ApiError extends Error {
   }
 }
 
+/** After a 401: asks for a token (auth.js) and keeps it; false when the user cancels. */
+export async function tokenAfter401(reason) {
+  const given = askToken ? await askToken(reason) : null;
+  if (given) setToken(given);
+  return Boolean(given);
+}
+
 /** fetch with the session's token; a 401 asks for a token once and tries again. */
 export async function authorizedFetch(url, { method = 'GET', headers = {}, body } = {}) {
   for (let attempt = 0; ; attempt++) {
@@ -23,11 +30,7 @@ export async function authorizedFetch(url, { method = 'GET', headers = {}, body 
     const res = await fetch(url, { method, headers: h, body });
     if (res.status === 401 && attempt === 0 && askToken) {
       const reason = await res.json().then((e) => e.errorMsg, () => 'authorization required');
-      const given = await askToken(reason);
-      if (given) {
-        setToken(given);
-        continue;
-      }
+      if (await tokenAfter401(reason)) continue;
     }
     return res;
   }

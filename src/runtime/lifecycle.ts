@@ -14,6 +14,7 @@ import path from 'node:path';
 import { atomicWriteFile, fsyncDir } from '../util/atomic-file.js';
 import { LIFECYCLE_FILES as F } from '../util/lifecycle-files.js';
 import { LOCK_FILE } from './data-dir-lock.js';
+import { UPDATE_FILES } from '../store/update-status.js';
 import { PENDING_INFO, RestoreError, STAGING_PREFIX, stageRestore, type StageOptions } from './backup-read.js';
 
 export interface LifecycleStatus {
@@ -42,9 +43,13 @@ async function readJsonFile(file: string): Promise<Record<string, unknown>> {
   }
 }
 
-/** Everything in data_dir goes but the lock and a backup waiting to be restored on the emptied directory. */
+/**
+ * Everything in data_dir goes but the lock, a backup waiting to be restored on the emptied directory, and the
+ * system update's directory (the root update service's status and a bundle it may be installing: not the
+ * gateway's data).
+ */
 async function reset(dataDir: string): Promise<void> {
-  const keep = new Set<string>([LOCK_FILE, F.resetPending, F.restoreUpload]);
+  const keep = new Set<string>([LOCK_FILE, F.resetPending, F.restoreUpload, UPDATE_FILES.dir]);
   for (const name of await readdir(dataDir)) {
     if (!keep.has(name)) await rm(path.join(dataDir, name), { recursive: true, force: true });
   }

@@ -108,6 +108,10 @@ export interface ApiOptions {
   extraRoutes?: ApiContext['extraRoutes'];
   /** The live-config service (config routes are mounted only with one). */
   config?: ApiContext['config'];
+  /** A/B system updates (their routes are mounted only with it). */
+  updates?: ApiContext['updates'];
+  /** The server's limit on a whole request's time (default 30 s). */
+  requestTimeoutMs?: number;
   log?: ApiContext['log'];
 }
 
@@ -129,8 +133,9 @@ export async function withApi(opts: ApiOptions, fn: (api: TestApi) => Promise<vo
   };
   const ctx: ApiContext = {
     shadow, io, http, log: opts.log ?? silentLogger, health: () => health.report, extraRoutes: opts.extraRoutes, ...(opts.config ? { config: opts.config } : {}),
+    ...(opts.updates ? { updates: opts.updates } : {}),
   };
-  const handle = await withTimeout(startHttp(ctx, { host: '127.0.0.1', port: 0 }), 5000, 'startHttp');
+  const handle = await withTimeout(startHttp(ctx, { host: '127.0.0.1', port: 0, ...(opts.requestTimeoutMs ? { requestTimeoutMs: opts.requestTimeoutMs } : {}) }), 5000, 'startHttp');
   try {
     await fn({ port: handle.port, url: (p) => `http://127.0.0.1:${handle.port}${p}`, shadow, io, clock, handle, health });
   } finally {

@@ -47,19 +47,22 @@ test('a swap cut after the old config was moved aside is finished at the next st
   assert.equal((await readdir(dir)).sort(), ['config', 'history', 'lifecycle.json']);
 });
 
-test('a reset empties data_dir but its lock, then a backup handed over for the emptied directory is read', async () => {
+test('a reset empties data_dir but its lock and the update directory, then a backup handed over for the emptied directory is read', async () => {
   await put('gateway.lock', '1');
   await put('factory-reset.pending', JSON.stringify({ source: 'boot partition' }));
   await put('shadow/a', 'x');
   await put('config/active.json', 'mine');
   await put('restore-upload.tar.gz', 'not a backup');
+  // The system update's directory is the root update service's (its status, a bundle it may be installing).
+  await put('update/status.json', '{"state":"installing"}');
   const lines: string[] = [];
   const status = await applyPending(opts(), (l) => lines.push(l));
   assert.equal([status?.action, status?.ok], ['restore', false], 'the last outcome: the bad upload');
   assert.match(status!.message, /^factory reset, then the backup from the boot partition was not restored/);
   assert.match(lines[0]!, /factory reset/);
   assert.match(lines[1]!, /not restored: the file is not a complete shadowgate backup/);
-  assert.equal((await readdir(dir)).sort(), ['gateway.lock', 'lifecycle.json']);
+  assert.equal((await readdir(dir)).sort(), ['gateway.lock', 'lifecycle.json', 'update']);
+  assert.is(await readFile(path.join(dir, 'update/status.json'), 'utf8'), '{"state":"installing"}');
 });
 
 test.run();

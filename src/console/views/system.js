@@ -1,9 +1,11 @@
-// System: version, uptime, clock sync, disk and memory, persistence and history, MQTT clients, the last log lines.
+// System: version, uptime, clock sync, disk and memory, persistence and history, MQTT clients, the system update,
+// backup and restore, the last log lines.
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
 import { Lifecycle } from './backup.js';
 import { RestartButton } from './restart.js';
+import { SystemUpdate } from './update.js';
 
 const mb = (n) => (typeof n === 'number' ? `${(n / 1048576).toFixed(1)} MB` : '—');
 const duration = (s) => `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
@@ -53,6 +55,7 @@ export function System() {
         ${info.restart.pending.length > 0 ? html`<p class="warn">Applied, waiting for a restart to take effect: ${info.restart.pending.join(', ')}.</p>` : ''}
         <${RestartButton} available=${info.restart.available} label=${info.restart.pending.length > 0 ? 'Restart now' : 'Restart the gateway'} />
       </div>`}
+      <${SystemUpdate} />
       <${Lifecycle} />
       <h2>Last log lines</h2>
       <pre class="logs" tabindex="0">${logs.slice().reverse().map((l) => `${l.time ?? ''} ${l.level >= 50 ? 'ERROR' : l.level >= 40 ? 'WARN ' : 'INFO '} ${l.msg ?? ''}${l.err?.message ? ` — ${l.err.message}` : ''}${l.bus ? ` [bus ${l.bus}]` : ''}${l.part ? ` [${l.part}]` : ''}\n`).join('')}</pre>
