@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { crc16 } from '../../src/protocol/modbus/frame.js';
-import { endsWithRequest, LineListener } from '../../src/drivers/modbus/line-listener.js';
+import { endsWithFrame, endsWithRequest, LineListener } from '../../src/drivers/modbus/line-listener.js';
 
 const frame = (...body: number[]): Buffer => {
   const out = Buffer.alloc(body.length + 2);
@@ -48,6 +48,24 @@ test('a request heard holds the line until its answer begins, or its timeout pas
   assert.is(l.answerPendingUntil(), 1000);
   l.reset();
   assert.is(l.answerPendingUntil(), 0, 'our own transaction takes the line');
+});
+
+test('bytes that do not end a whole frame hold the line (a frame handed over in bursts); a whole one does not', () => {
+  assert.ok(endsWithFrame(readAnswer));
+  assert.ok(endsWithFrame(readReq));
+  assert.not.ok(endsWithFrame(readAnswer.subarray(0, 6)));
+  const l = new LineListener(4, 50);
+  l.heard(readAnswer.subarray(0, 4), 100, 300);
+  assert.is(l.busyUntil(), 150, 'mid-frame: held for 50 ms after the last byte');
+  // More than t3.5 later the rest comes: the frame heard so far starts over, and still ends no frame.
+  l.heard(readAnswer.subarray(4, 7), 110, 300);
+  assert.is(l.busyUntil(), 160);
+  l.heard(readAnswer, 200, 300);
+  assert.is(l.busyUntil(), 0, 'a whole frame: t3.5 after it is enough');
+  assert.is(new LineListener(4).busyUntil(), 0);
+  const off = new LineListener(4);
+  off.heard(readAnswer.subarray(0, 4), 100, 300);
+  assert.is(off.busyUntil(), 0, 'no hold unless asked for');
 });
 
 test.run();

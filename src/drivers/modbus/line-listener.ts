@@ -5,7 +5,7 @@
  * — same unit, function and length, so it would pass every check — for its own. So a request heard on the
  * line holds the line until its answer begins or the response timeout has passed.
  */
-import { crcOk, expectedRequestLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
+import { crcOk, expectedRequestLength, expectedResponseLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
 
 /** Whether `bytes` ends with a whole request frame of any function code frame.ts can size, with a good CRC. */
 export function endsWithRequest(bytes: Uint8Array): boolean {
@@ -16,14 +16,28 @@ export function endsWithRequest(bytes: Uint8Array): boolean {
   return false;
 }
 
+/** Whether `bytes` ends with a whole frame (a request or a response) with a good CRC. */
+export function endsWithFrame(bytes: Uint8Array): boolean {
+  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
+    const end = bytes.length;
+    if ((s + expectedRequestLength(bytes, s) === end || s + expectedResponseLength(bytes, s) === end) && crcOk(bytes, s, end)) return true;
+  }
+  return false;
+}
+
 export class LineListener {
   private frame = Buffer.alloc(0);
   private lastAt = -Infinity;
   private answering = false;
   private pendingUntil = 0;
+  private midFrameUntil = 0;
 
-  /** `gapMs`: silence that ends a frame (t3.5). */
-  constructor(private readonly gapMs: number) {}
+  /**
+   * `gapMs`: silence that ends a frame (t3.5). `holdMs`: how long bytes that do not end a whole frame hold
+   * the line (0: not at all) — an adapter or a relay that hands a frame over in bursts can leave more
+   * than t3.5 between two of its bytes, and a request sent into that gap collides with the rest.
+   */
+  constructor(private readonly gapMs: number, private readonly holdMs = 0) {}
 
   /** Bytes heard outside our own transactions; `answerWaitMs`: how long a slave may take to answer. */
   heard(chunk: Buffer, now: number, answerWaitMs: number): void {
@@ -41,6 +55,7 @@ export class LineListener {
     }
     this.lastAt = now;
     if (!this.answering && endsWithRequest(this.frame)) this.pendingUntil = now + answerWaitMs;
+    this.midFrameUntil = this.holdMs > 0 && !endsWithFrame(this.frame) ? now + this.holdMs : 0;
   }
 
   /** Our own transaction takes the line: what came before it is no longer pending. */
@@ -48,6 +63,7 @@ export class LineListener {
     this.frame = Buffer.alloc(0);
     this.answering = false;
     this.pendingUntil = 0;
+    this.midFrameUntil = 0;
   }
 
   /** When bytes were last heard outside our own transactions (-Infinity: never). */
@@ -58,5 +74,10 @@ export class LineListener {
   /** Until when another master's request may still be answered (0: none pending). */
   answerPendingUntil(): number {
     return this.pendingUntil;
+  }
+
+  /** Until when bytes heard that do not end a whole frame hold the line (0: they end one, or no hold). */
+  busyUntil(): number {
+    return this.midFrameUntil;
   }
 }
