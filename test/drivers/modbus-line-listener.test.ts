@@ -57,15 +57,32 @@ test('bytes that do not end a whole frame hold the line (a frame handed over in 
   const l = new LineListener(4, 50);
   l.heard(readAnswer.subarray(0, 4), 100, 300);
   assert.is(l.busyUntil(), 150, 'mid-frame: held for 50 ms after the last byte');
-  // More than t3.5 later the rest comes: the frame heard so far starts over, and still ends no frame.
+  // More than t3.5 later the next burst comes, and the frame is still not whole.
   l.heard(readAnswer.subarray(4, 7), 110, 300);
   assert.is(l.busyUntil(), 160);
+  l.heard(readAnswer.subarray(7), 120, 300);
+  assert.is(l.busyUntil(), 0, 'the bursts make a whole frame: t3.5 after it is enough');
   l.heard(readAnswer, 200, 300);
   assert.is(l.busyUntil(), 0, 'a whole frame: t3.5 after it is enough');
+  // Noise that never ends a frame holds the line until 50 ms of silence, then what comes is a new frame.
+  l.heard(Buffer.from([0xff, 0x13]), 300, 300);
+  assert.is(l.busyUntil(), 350);
+  l.heard(readReq, 360, 300);
+  assert.is(l.answerPendingUntil(), 660);
   assert.is(new LineListener(4).busyUntil(), 0);
   const off = new LineListener(4);
   off.heard(readAnswer.subarray(0, 4), 100, 300);
   assert.is(off.busyUntil(), 0, 'no hold unless asked for');
+});
+
+test('a request handed over in bursts with more than t3.5 between them still holds the line for its answer', () => {
+  const l = new LineListener(4, 50);
+  l.heard(readReq.subarray(0, 4), 100, 300);
+  l.heard(readReq.subarray(4), 112, 300); // a relay or an adapter held the rest back 12 ms
+  assert.is(l.answerPendingUntil(), 412, 'recognised as a request');
+  l.heard(readAnswer, 150, 300);
+  assert.is(l.answerPendingUntil(), 0);
+  assert.is(l.busyUntil(), 0);
 });
 
 test.run();

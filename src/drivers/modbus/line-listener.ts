@@ -46,7 +46,10 @@ export class LineListener {
       this.pendingUntil = 0;
       this.answering = true;
       this.frame = Buffer.from(chunk);
-    } else if (now - this.lastAt > this.gapMs) {
+    } else if (now - this.lastAt > this.gapMs && this.midFrameUntil < now) {
+      // Silence after a whole frame (or after a hold that ran out) begins a new one; bytes that did not end a
+      // frame yet are kept: a relay or an adapter that hands a frame over in bursts leaves more than t3.5
+      // inside it, and a request split so would otherwise never be recognised (nor its answer waited for).
       this.pendingUntil = 0;
       this.answering = false;
       this.frame = Buffer.from(chunk);
