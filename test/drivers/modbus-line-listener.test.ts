@@ -75,6 +75,20 @@ test('bytes that do not end a whole frame hold the line (a frame handed over in 
   assert.is(off.busyUntil(), 0, 'no hold unless asked for');
 });
 
+test('another master asking again before an answer came: its new request holds the line; a late answer from another unit does not free it', () => {
+  const l = new LineListener(4, 50);
+  const unit1Req = frame(1, 3, 0, 10, 0, 2);
+  const unit1Answer = frame(1, 3, 4, 0xa0, 0x1a, 0xa0, 0x1b);
+  l.heard(unit1Req, 100, 300);
+  assert.is(l.answerPendingUntil(), 400);
+  l.heard(readReq, 220, 300); // unit 2 asked: not unit 1's answer
+  assert.is(l.answerPendingUntil(), 520, 'pending for the new request');
+  l.heard(unit1Answer, 330, 300); // unit 1's answer, late: not what is pending now
+  assert.is(l.answerPendingUntil(), 520);
+  l.heard(readAnswer, 340, 300); // unit 2 answers
+  assert.is(l.answerPendingUntil(), 0);
+});
+
 test('a request handed over in bursts with more than t3.5 between them still holds the line for its answer', () => {
   const l = new LineListener(4, 50);
   l.heard(readReq.subarray(0, 4), 100, 300);
