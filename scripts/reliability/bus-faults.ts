@@ -16,7 +16,7 @@ import { SecondMaster } from './bus-faults/master2.js';
 import { sleep, unavailable } from './bus-faults/procs.js';
 import { RelayProbe } from './bus-faults/relay-probe.js';
 import { dieTrial, lineTrial, unplugTrial, type Trial } from './bus-faults/trials.js';
-import { verify } from './bus-faults/truth.js';
+import { selfCheck, verify } from './bus-faults/truth.js';
 import type { Campaign, Row } from './table.js';
 
 const RATE_GOAL = 0.9;
@@ -44,6 +44,13 @@ export const busFaults: Campaign = async ({ reduced, log, trials }) => {
     await probe.start(probeDir);
     log(`line up, every unit polled, in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const wire = bench.wire;
+    const trace = wire.trace;
+    if (trace) {
+      bench.observer.onReport = (r) => {
+        const why = selfCheck(r.unit, r.values);
+        if (why) console.error(`corrupted report of unit ${r.unit} at ${r.at.toFixed(2)}: ${why}:\n${trace.slice(-150).join('\n')}`);
+      };
+    }
     const frameFault = (fault: FrameFault, on: 'all' | 'request' = 'all') => () =>
       lineTrial(bench, windowMs, () => Object.assign(wire, { fault, faultOn: on }), () => (wire.fault = null));
     const master2 = new SecondMaster(wire, [1, 2], 150);

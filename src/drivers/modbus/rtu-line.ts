@@ -33,6 +33,13 @@ export interface BoundPort {
 /** What opens a port: serialport's detected binding, or (tests) one that wraps it. */
 export interface LineBinding { open(options: object): Promise<BoundPort> }
 
+/**
+ * A line where another master was heard this recently is shared: the gateway leaves it a turn after each
+ * frame, and checks that an answer did not come faster than it can have (rtu-transport.ts). Alone on a line
+ * (nothing heard outside our own transactions for this long) neither applies.
+ */
+export const SHARED_LINE_MS = 60_000;
+
 /** The poller's flag for "readable" (bindings-cpp's EVENTS.UV_READABLE). Its "writable" is never asked for. */
 export const UV_READABLE = 1;
 const CHUNKS = 64;
@@ -143,9 +150,24 @@ export class RtuLine extends EventEmitter {
   /**
    * When the line is free, from what it heard: t3.5 after the last byte, and not before another master's
    * request heard has been answered (or its answer window passed), nor while a frame heard is not whole.
+   * On a shared line, t3.5 more: another master that waits t3.5 after a frame, as the standard says, would
+   * start together with the gateway after every frame (after the gateway's own answers above all); the
+   * gateway leaves it that moment and hears its first bytes before deciding, also through an adapter or a
+   * relay that hands bytes over a little late.
    */
   freeAt(): number {
-    return Math.max(this.lastByte + this.t35, this.listener.answerPendingUntil(), this.listener.busyUntil());
+    return Math.max(this.lastByte + this.t35, this.heldUntil());
+  }
+
+  /** Until when the line is not free for another reason than the t3.5 after its last byte (0: none now). */
+  heldUntil(): number {
+    const until = Math.max(this.listener.answerPendingUntil(), this.listener.busyUntil(), this.shared() ? this.lastByte + 2 * this.t35 : 0);
+    return until > performance.now() ? until : 0;
+  }
+
+  /** Whether another master was heard on the line within SHARED_LINE_MS. */
+  shared(): boolean {
+    return performance.now() - this.listener.lastHeardAt() < SHARED_LINE_MS;
   }
 
   /** Reads, now, what has come and not been read (the loop was held up); returns how many bytes. */

@@ -5,15 +5,8 @@
  * that cannot be trusted fails at once as a corrupt frame instead of holding the line until the timeout.
  */
 import { existsSync } from 'node:fs';
-import { RtuLine } from './rtu-line.js';
+import { RtuLine, SHARED_LINE_MS } from './rtu-line.js';
 import { ClientTransport, ModbusRTU, WireGarbled, type Client, type RtuOptions, type WireRequest } from './transport.js';
-
-/**
- * The round-trip check below only runs while the line has other traffic: on a line where nothing was heard
- * outside our own transactions for this long there is no other master whose answer could be taken, and a
- * round trip that is only short (a pty, a busy CPU making the usual one long) must not fail a good answer.
- */
-export const FOREIGN_TRAFFIC_MS = 60_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -49,10 +42,12 @@ export class RtuTransport extends ClientTransport {
     return this.line?.lastByteAt() ?? 0;
   }
 
-  /** Another master's request not answered yet, or a frame heard that is not whole yet (rtu-line.ts). */
+  /**
+   * Another master's request not answered yet, a frame heard that is not whole yet, or the other master's
+   * turn after a frame on a shared line (rtu-line.ts heldUntil).
+   */
   override answerPendingUntil(): number {
-    const listener = this.line?.listener;
-    return listener ? Math.max(listener.answerPendingUntil(), listener.busyUntil()) : 0;
+    return this.line?.heldUntil() ?? 0;
   }
 
   override present(): boolean {
@@ -95,14 +90,15 @@ export class RtuTransport extends ClientTransport {
    * round trip, was on its way before the request was: the gateway was held up (a GC pause, a busy CPU)
    * while another master's answer came in, then read it after writing its own request. (Both bounds: on a
    * real line the first holds, over a pty the second.) Only while another master was heard lately
-   * (FOREIGN_TRAFFIC_MS): alone on the line, no answer can be someone else's.
+   * (SHARED_LINE_MS): alone on the line, no answer can be someone else's — and a round trip that is only
+   * short (a pty, a busy CPU making the usual one long) must not fail a good answer.
    */
   private checkRoundTrip(line: RtuLine, unit: number, req: WireRequest, rtt: number): void {
     // A number, not a string: no allocation per request for the key.
     const key = (unit * 256 + req.fc) * 65_536 + ('count' in req ? req.count : 0);
     let recent = this.rtts.get(key);
     if (!recent) this.rtts.set(key, (recent = []));
-    const shared = performance.now() - line.listener.lastHeardAt() < FOREIGN_TRAFFIC_MS;
+    const shared = line.shared();
     // The median is sorted out only on a shared line: alone on it (the usual case) no answer is checked.
     const usual = shared && recent.length >= 4 ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
     const requestBytes = req.fc === 15 ? 9 + Math.ceil(req.values.length / 8) : req.fc === 16 ? 9 + 2 * req.values.length : 8;

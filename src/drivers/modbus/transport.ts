@@ -34,8 +34,9 @@ export interface ModbusTransport {
   /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
   lastRxAt?(): number;
   /**
-   * Until when the line is not free for another reason than silence: another master's request heard may
-   * still be answered, or a frame heard has not ended yet (0: neither).
+   * Until when the line is not free for another reason than t3.5 of silence: another master's request heard
+   * may still be answered, a frame heard has not ended yet, or another master's turn after a frame on a
+   * shared line (0: none now).
    */
   answerPendingUntil?(): number;
   /**
