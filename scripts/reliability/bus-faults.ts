@@ -7,12 +7,16 @@
  * is back within two poll cycles; no corrupted value reaches the shadow (every reported cycle is checked
  * against what the slave served); no collision is caused by the gateway (judged at the wire).
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Bench, DEVICES, HEALTHY } from './bus-faults/bench.js';
 import { drop, extra, noise, wrongUnit, type FrameFault } from './bus-faults/faults.js';
 import { SecondMaster } from './bus-faults/master2.js';
 import { sleep, unavailable } from './bus-faults/procs.js';
+import { RelayProbe } from './bus-faults/relay-probe.js';
 import { dieTrial, lineTrial, unplugTrial, type Trial } from './bus-faults/trials.js';
-import { verify } from './bus-faults/truth.js';
+import { selfCheck, verify } from './bus-faults/truth.js';
 import type { Campaign, Row } from './table.js';
 
 const RATE_GOAL = 0.9;
@@ -24,7 +28,7 @@ interface Kind {
   run: () => Promise<Trial>;
 }
 
-export const busFaults: Campaign = async ({ reduced, log }) => {
+export const busFaults: Campaign = async ({ reduced, log, trials }) => {
   const why = unavailable();
   if (why) return [{ test: 'bus faults', trials: 0, survived: 0, lost: '?', figure: 'not run', goal: 'runs', ok: false, note: `cannot run here: ${why}` }];
   // Reduced: long enough that a trial's first second (a second master starting up, a slave warming up) is not a
@@ -32,11 +36,21 @@ export const busFaults: Campaign = async ({ reduced, log }) => {
   const windowMs = reduced ? 8000 : 40_000;
   const repeats = reduced ? 1 : 2;
   const bench = new Bench();
+  const probe = new RelayProbe();
+  const probeDir = await mkdtemp(path.join(os.tmpdir(), 'sg-relay-probe-'));
   try {
     const t0 = performance.now();
     await bench.start();
+    await probe.start(probeDir);
     log(`line up, every unit polled, in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const wire = bench.wire;
+    const trace = wire.trace;
+    if (trace) {
+      bench.observer.onReport = (r) => {
+        const why = selfCheck(r.unit, r.values);
+        if (why) console.error(`corrupted report of unit ${r.unit} at ${r.at.toFixed(2)}: ${why}:\n${trace.slice(-150).join('\n')}`);
+      };
+    }
     const frameFault = (fault: FrameFault, on: 'all' | 'request' = 'all') => () =>
       lineTrial(bench, windowMs, () => Object.assign(wire, { fault, faultOn: on }), () => (wire.fault = null));
     const master2 = new SecondMaster(wire, [1, 2], 150);
@@ -49,7 +63,7 @@ export const busFaults: Campaign = async ({ reduced, log }) => {
       { test: 'second master on the line (~5 requests/s)', goal: lineGoal, run: () => lineTrial(bench, windowMs, () => master2.start(), () => master2.stop()) },
       { test: 'slave dies and comes back (unit 3, poll 1 s)', goal: `offline by the rules, back ≤ 2 cycles; ${lineGoal}`, run: () => dieTrial(bench, Math.max(windowMs, 5000)) },
       { test: 'pty unplugged and re-plugged', goal: 'every unit offline by the rules, back ≤ 2 cycles; 0 corrupted, 0 collisions by the gateway', run: () => unplugTrial(bench, Math.max(windowMs, 4000)) },
-    ];
+    ].filter((k) => !trials || trials.test(k.test));
 
     await sleep(1500); // past the start's first cycles (all due at once): the schedules' phase is plain to see
     const baseline = await lineTrial(bench, windowMs, () => {}, () => {});
@@ -57,9 +71,10 @@ export const busFaults: Campaign = async ({ reduced, log }) => {
     const results = new Map<Kind, Trial[]>();
     for (let r = 0; r < repeats; r++) {
       for (const kind of kinds) {
+        const mark = probe.mark();
         const trial = await kind.run();
         results.set(kind, [...(results.get(kind) ?? []), trial]);
-        log(`${kind.test}: ${describe(trial, baseline).join('; ')}`);
+        log(`${kind.test}: ${describe(trial, baseline).join('; ')}; ${probe.summary(mark)}`);
       }
     }
 
@@ -94,9 +109,11 @@ export const busFaults: Campaign = async ({ reduced, log }) => {
     const gaps = [...wire.stats.gaps].sort((a, b) => a - b);
     const q = (f: number): string => (gaps[Math.floor(f * (gaps.length - 1))] ?? NaN).toFixed(1);
     log(`wire: ${wire.stats.gatewayFrames} gateway frames, ${wire.stats.otherCollisions} simultaneous starts or collisions caused by others; ` +
-      `silence before a gateway frame (t3.5 ${wire.t35.toFixed(1)} ms): min ${q(0)}, p1 ${q(0.01)}, median ${q(0.5)} ms`);
+      `silence before a gateway frame (t3.5 ${wire.t35.toFixed(1)} ms): min ${q(0)}, p1 ${q(0.01)}, median ${q(0.5)} ms; ${probe.summary()}`);
     return rows;
   } finally {
+    await probe.stop();
+    await rm(probeDir, { recursive: true, force: true });
     await bench.stop();
   }
 };

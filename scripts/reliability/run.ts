@@ -1,7 +1,8 @@
 /**
  * `make reliability` (issue 15): every campaign against the real gateway process (dist/main.js), one table,
  * build/reliability.md, exit 1 on any miss. `--reduced` runs the short set (what `make test` runs through
- * test/reliability/). `--only NAME[,NAME]` runs some campaigns.
+ * test/reliability/). `--only NAME[,NAME]` runs some campaigns; `--trials REGEX` only the trials of a campaign
+ * whose name it matches (bus-faults: e.g. `--only bus-faults --trials 'second master'`; its baseline always runs).
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -16,8 +17,9 @@ const CAMPAIGNS: Record<string, () => Promise<Campaign>> = {
   soak: async () => (await import('./soak.js')).soak,
 };
 
-const { values } = parseArgs({ options: { reduced: { type: 'boolean' }, only: { type: 'string' } } });
+const { values } = parseArgs({ options: { reduced: { type: 'boolean' }, only: { type: 'string' }, trials: { type: 'string' } } });
 const reduced = values.reduced === true;
+const trials = values.trials ? new RegExp(values.trials, 'i') : undefined;
 const names = values.only ? values.only.split(',') : Object.keys(CAMPAIGNS);
 const rows: Row[] = [];
 const started = new Date();
@@ -30,7 +32,7 @@ for (const name of names) {
   const t0 = performance.now();
   console.log(`== ${name}${reduced ? ' (reduced)' : ''}`);
   try {
-    rows.push(...await (await load())({ reduced, log: (line) => console.log(`   ${line}`) }));
+    rows.push(...await (await load())({ reduced, log: (line) => console.log(`   ${line}`), ...(trials ? { trials } : {}) }));
   } catch (err) {
     rows.push({ test: name, trials: 0, survived: 0, lost: '?', figure: 'campaign crashed', goal: 'runs to the end', ok: false, note: (err as Error).stack ?? String(err) });
   }

@@ -2,39 +2,89 @@
  * Canaries for the library internals the gateway reaches into where no public API exists. Each one
  * checks that the private field or hook is still where our code expects it, so an upgrade that moves
  * it fails here, loudly, instead of silently breaking the feature in the field:
- * - modbus-serial `_port` (late-error mute), `_port._buffer` and `_port._client` (RTU drain after a timeout);
+ * - modbus-serial's public seam the RTU line uses (any port object; a behaviour check, not a reach);
+ * - serialport's Linux binding port: `fd` and `poller` (the RTU line's non-blocking reads on the loop);
  * - polka `routes` (405 with Allow instead of 404);
  * - aedes `persistence.storeRetained` (retained messages kept in order for the flat-file store);
  * - Node's `socket._httpMessage` (an envelope for a parse error of a request already in a handler);
  * - prom-client's Registry.registerMetric taking any object with get() (api/metrics.ts: a histogram counted
  *   elsewhere); aedes' `publish`, replaced to drop a refused publish (export/broker.ts; behaviour in
  *   test/export/ha-client.test.ts);
- * - serialport's Linux binding port: `fd`, `poller.once`, `read`/`write` and `writeOperation`, which
- *   src/drivers/modbus/poll-binding.ts replaces and sets (reads and writes on the event loop).
  * (node-persist is used through its documented setItem/getItem only.)
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 
-test('modbus-serial: an RTU buffered client keeps its port in _port, with _buffer and _client', async () => {
+test('modbus-serial: any port object will do (the RTU line\'s seam): open, write a request, a whole frame as data answers it', async () => {
   const { default: M } = await import('modbus-serial');
-  const ModbusRTU = M.default; // the d.ts is CJS with `export default` (as in transport.ts)
+  const ModbusRTU = M.default;
+  const written: Buffer[] = [];
+  const port = Object.assign(new EventEmitter(), {
+    isOpen: false,
+    open(cb: (err: Error | null) => void) { this.isOpen = true; cb(null); },
+    close(cb: () => void) { this.isOpen = false; cb(); },
+    write(data: Buffer) {
+      written.push(Buffer.from(data));
+      // unit 1, FC 3, 2 bytes, 0x1234, CRC
+      setImmediate(() => port.emit('data', Buffer.from([1, 3, 2, 0x12, 0x34, 0xb5, 0x33])));
+    },
+  });
+  const client = new ModbusRTU(port);
+  await new Promise<void>((resolve, reject) => client.open((err: Error | null) => (err ? reject(err) : resolve())));
+  client.setID(1);
+  client.setTimeout(1000);
+  const answer = await client.readHoldingRegisters(0, 1);
+  assert.equal(answer.data, [0x1234]);
+  assert.equal([...written[0]!], [1, 3, 0, 0, 0, 1, 0x84, 0x0a], 'the request frame is handed to port.write whole');
+  await client.close(() => {});
+});
+
+/**
+ * serialport's Linux binding (@serialport/bindings-cpp): the port it opens has a numeric fd and a poller
+ * whose poll(1) (UV_READABLE) emits 'readable' once bytes wait — declared public in its d.ts, but outside
+ * the binding interface every binding implements; src/drivers/modbus/rtu-line.ts reads the fd on it.
+ */
+test('serialport: the opened binding port has an fd and a poller that says when the tty is readable', async () => {
+  if (spawnSync('socat', ['-V']).status !== 0) {
+    console.log('SKIP: serialport canary: socat is not installed (apt-get install socat)');
+    return;
+  }
+  const { SerialPort } = await import('serialport');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-'));
-  const client = new ModbusRTU();
-  // A path that does not exist: the port object is built before the open fails.
-  await client.connectRTUBuffered(path.join(dir, 'no-such-tty'), { baudRate: 9600 }).catch(() => {});
-  const port = (client as unknown as { _port?: { _buffer?: unknown; _client?: { on?: unknown }; on?: unknown } })._port;
-  assert.ok(port, 'modbus-serial no longer keeps its port in client._port (src/drivers/modbus/transport.ts)');
-  assert.type(port.on, 'function');
-  assert.ok(Buffer.isBuffer(port._buffer), 'RtuBufferedPort._buffer moved (transport.ts drain)');
-  assert.type(port._client?.on, 'function', 'RtuBufferedPort._client (the serialport) moved (transport.ts drain)');
-  await rm(dir, { recursive: true, force: true });
+  const [a, b] = [path.join(dir, 'a'), path.join(dir, 'b')];
+  const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
+  try {
+    for (let i = 0; i < 100 && !(existsSync(a) && existsSync(b)); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(existsSync(a) && existsSync(b), 'socat made its pty pair');
+    const binding = SerialPort.binding as unknown as { open(o: object): Promise<{ fd: unknown; poller?: { on?: unknown; poll?: unknown }; close(): Promise<void> }> };
+    const port = await binding.open({ path: a, baudRate: 9600 });
+    try {
+      assert.type(port.fd, 'number', 'the binding port has no numeric fd (rtu-line.ts)');
+      assert.type(port.poller?.on, 'function', 'the binding port has no poller (rtu-line.ts)');
+      assert.type(port.poller?.poll, 'function', 'the poller has no poll(flags) (rtu-line.ts)');
+      const poller = port.poller as { on(e: string, fn: (err: Error | null) => void): void; poll(f: number): void };
+      const readable = new Promise<Error | null>((resolve, reject) => {
+        poller.on('readable', resolve);
+        setTimeout(() => reject(new Error('poll(1) never said readable (rtu-line.ts UV_READABLE)')), 3000);
+      });
+      poller.poll(1);
+      await writeFile(b, Buffer.from([1, 2, 3]));
+      assert.is(await readable, null);
+    } finally {
+      await port.close();
+    }
+  } finally {
+    socat.kill('SIGTERM');
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test('polka: the app lists its routes with method and pattern', async () => {
@@ -67,36 +117,6 @@ test("node: a server socket points at its in-flight response through _httpMessag
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   assert.ok(seen instanceof http.ServerResponse, 'socket._httpMessage is gone (src/api/server.ts onClientError)');
-});
-
-test('serialport: its binding opens a tty as a port with fd, poller.once, read, write and writeOperation', async () => {
-  if (spawnSync('socat', ['-V']).status !== 0) {
-    console.log('SKIP: serialport canary: socat is not installed (apt-get install socat)');
-    return;
-  }
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-tty-'));
-  const a = path.join(dir, 'a');
-  const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${path.join(dir, 'b')}`], { stdio: 'ignore' });
-  try {
-    const { existsSync } = await import('node:fs');
-    const until = Date.now() + 5000;
-    while (!existsSync(a) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    const { SerialPort } = await import('serialport');
-    const binding = SerialPort.binding as unknown as { open(o: object): Promise<Record<string, unknown> & { close(): Promise<void> }> };
-    const port = await binding.open({ path: a, baudRate: 9600, dataBits: 8, parity: 'none', stopBits: 1 });
-    try {
-      assert.type(port['fd'], 'number', 'the binding port no longer exposes fd (poll-binding.ts reads it)');
-      assert.type((port['poller'] as { once?: unknown } | undefined)?.once, 'function', 'the binding port has no poller.once (poll-binding.ts)');
-      assert.type(port['read'], 'function');
-      assert.type(port['write'], 'function');
-      assert.ok('writeOperation' in port, 'the binding port no longer keeps writeOperation (poll-binding.ts sets it for drain)');
-    } finally {
-      await port.close();
-    }
-  } finally {
-    socat.kill();
-    await rm(dir, { recursive: true, force: true });
-  }
 });
 
 test('prom-client: a registered object with get() is rendered as the histogram it returns', async () => {

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { crc16 } from '../../src/protocol/modbus/frame.js';
-import { endsWithRequest, LineListener } from '../../src/drivers/modbus/line-listener.js';
+import { endsWithFrame, endsWithRequest, LineListener } from '../../src/drivers/modbus/line-listener.js';
 
 const frame = (...body: number[]): Buffer => {
   const out = Buffer.alloc(body.length + 2);
@@ -48,6 +48,55 @@ test('a request heard holds the line until its answer begins, or its timeout pas
   assert.is(l.answerPendingUntil(), 1000);
   l.reset();
   assert.is(l.answerPendingUntil(), 0, 'our own transaction takes the line');
+});
+
+test('bytes that do not end a whole frame hold the line (a frame handed over in bursts); a whole one does not', () => {
+  assert.ok(endsWithFrame(readAnswer));
+  assert.ok(endsWithFrame(readReq));
+  assert.not.ok(endsWithFrame(readAnswer.subarray(0, 6)));
+  const l = new LineListener(4, 50);
+  l.heard(readAnswer.subarray(0, 4), 100, 300);
+  assert.is(l.busyUntil(), 150, 'mid-frame: held for 50 ms after the last byte');
+  // More than t3.5 later the next burst comes, and the frame is still not whole.
+  l.heard(readAnswer.subarray(4, 7), 110, 300);
+  assert.is(l.busyUntil(), 160);
+  l.heard(readAnswer.subarray(7), 120, 300);
+  assert.is(l.busyUntil(), 0, 'the bursts make a whole frame: t3.5 after it is enough');
+  l.heard(readAnswer, 200, 300);
+  assert.is(l.busyUntil(), 0, 'a whole frame: t3.5 after it is enough');
+  // Noise that never ends a frame holds the line until 50 ms of silence, then what comes is a new frame.
+  l.heard(Buffer.from([0xff, 0x13]), 300, 300);
+  assert.is(l.busyUntil(), 350);
+  l.heard(readReq, 360, 300);
+  assert.is(l.answerPendingUntil(), 660);
+  assert.is(new LineListener(4).busyUntil(), 0);
+  const off = new LineListener(4);
+  off.heard(readAnswer.subarray(0, 4), 100, 300);
+  assert.is(off.busyUntil(), 0, 'no hold unless asked for');
+});
+
+test('another master asking again before an answer came: its new request holds the line; a late answer from another unit does not free it', () => {
+  const l = new LineListener(4, 50);
+  const unit1Req = frame(1, 3, 0, 10, 0, 2);
+  const unit1Answer = frame(1, 3, 4, 0xa0, 0x1a, 0xa0, 0x1b);
+  l.heard(unit1Req, 100, 300);
+  assert.is(l.answerPendingUntil(), 400);
+  l.heard(readReq, 220, 300); // unit 2 asked: not unit 1's answer
+  assert.is(l.answerPendingUntil(), 520, 'pending for the new request');
+  l.heard(unit1Answer, 330, 300); // unit 1's answer, late: not what is pending now
+  assert.is(l.answerPendingUntil(), 520);
+  l.heard(readAnswer, 340, 300); // unit 2 answers
+  assert.is(l.answerPendingUntil(), 0);
+});
+
+test('a request handed over in bursts with more than t3.5 between them still holds the line for its answer', () => {
+  const l = new LineListener(4, 50);
+  l.heard(readReq.subarray(0, 4), 100, 300);
+  l.heard(readReq.subarray(4), 112, 300); // a relay or an adapter held the rest back 12 ms
+  assert.is(l.answerPendingUntil(), 412, 'recognised as a request');
+  l.heard(readAnswer, 150, 300);
+  assert.is(l.answerPendingUntil(), 0);
+  assert.is(l.busyUntil(), 0);
 });
 
 test.run();

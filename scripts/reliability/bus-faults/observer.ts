@@ -14,6 +14,8 @@ export interface Flip {
 
 export class Observer {
   readonly reports: Report[] = [];
+  /** Told of every report as it comes (debugging: the wire's trace at a corrupted one). */
+  onReport: (report: Report) => void = () => {};
   readonly offline: { device: string; reason: string; at: number }[] = [];
   readonly flips: Flip[] = [];
   private client: MqttClient | null = null;
@@ -36,7 +38,11 @@ export class Observer {
     if (topic === 'shadowgate/event/data') {
       const e = JSON.parse(text) as { id: string; values: { name: string; value: unknown }[] };
       const unit = this.units.get(e.id);
-      if (unit !== undefined) this.reports.push({ device: e.id, unit, at, values: Object.fromEntries(e.values.map((v) => [v.name, v.value])) });
+      if (unit !== undefined) {
+        const report = { device: e.id, unit, at, values: Object.fromEntries(e.values.map((v) => [v.name, v.value])) };
+        this.reports.push(report);
+        this.onReport(report);
+      }
     } else if (topic === 'shadowgate/event/offline') {
       const e = JSON.parse(text) as { id: string; reason: string };
       this.offline.push({ device: e.id, reason: e.reason, at });

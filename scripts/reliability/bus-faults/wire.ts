@@ -75,8 +75,11 @@ export class Wire {
   stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, gaps: [] };
   /** The gateway's side, read without blocking every millisecond and before anyone else talks. */
   private gw: number | null = null;
-  /** Debugging: every frame and hand-over, with times, while set. */
-  trace: string[] | null = null;
+  /**
+   * Debugging: every frame and hand-over, with times, while set (the last ones only); with BUS_FAULTS_TRACE=1
+   * set from the start, and what led to each collision by the gateway printed to stderr.
+   */
+  trace: string[] | null = process.env.BUS_FAULTS_TRACE === '1' ? [] : null;
   /** When a read of the gateway's side last found nothing: a frame found later began after it. */
   private emptyAt = 0;
   private poller: NodeJS.Timeout | undefined;
@@ -206,6 +209,7 @@ export class Wire {
       if (from !== 'gateway') this.stats.otherCollisions++;
     }
     this.trace?.push(`${now.toFixed(2)} ${from} ${bytes.toString('hex')}${tx.garbledFrom !== null ? ' COLLIDED' : ''}`);
+    if (this.trace && this.trace.length > 2000) this.trace.splice(0, 1000);
     this.txs = this.txs.filter((t) => t.end > now - 2000);
     this.txs.push(tx);
     this.current.set(key, tx);
@@ -236,7 +240,10 @@ export class Wire {
       }
       const gap = g - d.at;
       if (this.stats.gaps.length < 20_000) this.stats.gaps.push(gap);
-      if (gap < this.t35 && g - d.firstAt >= this.t35) this.stats.gatewayViolations.push({ gapMs: gap, other: d.from, sinceFirstMs: g - d.firstAt, bytes: d.bytes });
+      if (gap < this.t35 && g - d.firstAt >= this.t35) {
+        this.stats.gatewayViolations.push({ gapMs: gap, other: d.from, sinceFirstMs: g - d.firstAt, bytes: d.bytes });
+        if (this.trace) console.error(`collision by the gateway at ${g.toFixed(2)} (last empty read ${this.emptyAt.toFixed(2)}):\n${this.trace.slice(-40).join('\n')}`);
+      }
       else if (fresh || gap < this.t35) this.stats.otherCollisions++; // began as the gateway did: nobody can avoid that
       return;
     }

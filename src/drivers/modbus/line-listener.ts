@@ -5,13 +5,25 @@
  * — same unit, function and length, so it would pass every check — for its own. So a request heard on the
  * line holds the line until its answer begins or the response timeout has passed.
  */
-import { crcOk, expectedRequestLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
+import { crcOk, expectedRequestLength, expectedResponseLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
 
-/** Whether `bytes` ends with a whole request frame of any function code frame.ts can size, with a good CRC. */
-export function endsWithRequest(bytes: Uint8Array): boolean {
+/** Where the whole request frame (any function code frame.ts can size, good CRC) that ends `bytes` starts; -1: none. */
+export function requestEndingAt(bytes: Uint8Array): number {
   for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
     const unit = bytes[s]!;
-    if (unit >= 1 && unit <= 247 && s + expectedRequestLength(bytes, s) === bytes.length && crcOk(bytes, s, bytes.length)) return true;
+    if (unit >= 1 && unit <= 247 && s + expectedRequestLength(bytes, s) === bytes.length && crcOk(bytes, s, bytes.length)) return s;
+  }
+  return -1;
+}
+
+/** Whether `bytes` ends with a whole request frame. */
+export const endsWithRequest = (bytes: Uint8Array): boolean => requestEndingAt(bytes) >= 0;
+
+/** Whether `bytes` ends with a whole frame (a request or a response) with a good CRC. */
+export function endsWithFrame(bytes: Uint8Array): boolean {
+  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
+    const end = bytes.length;
+    if ((s + expectedRequestLength(bytes, s) === end || s + expectedResponseLength(bytes, s) === end) && crcOk(bytes, s, end)) return true;
   }
   return false;
 }
@@ -21,26 +33,49 @@ export class LineListener {
   private lastAt = -Infinity;
   private answering = false;
   private pendingUntil = 0;
+  /** The unit and function code of the request whose answer is pending. */
+  private pendingUnit = 0;
+  private pendingFc = 0;
+  private midFrameUntil = 0;
 
-  /** `gapMs`: silence that ends a frame (t3.5). */
-  constructor(private readonly gapMs: number) {}
+  /**
+   * `gapMs`: silence that ends a frame (t3.5). `holdMs`: how long bytes that do not end a whole frame hold
+   * the line (0: not at all) — an adapter or a relay that hands a frame over in bursts can leave more
+   * than t3.5 between two of its bytes, and a request sent into that gap collides with the rest.
+   */
+  constructor(private readonly gapMs: number, private readonly holdMs = 0) {}
 
   /** Bytes heard outside our own transactions; `answerWaitMs`: how long a slave may take to answer. */
   heard(chunk: Buffer, now: number, answerWaitMs: number): void {
-    if (this.pendingUntil >= now) {
-      // The first bytes after a request are its answer (an FC5/6 answer even looks like a request).
+    if (this.pendingUntil >= now && this.answers(chunk)) {
+      // The first bytes after a request, from its unit, are its answer (an FC5/6 answer even looks like a
+      // request). Bytes from another unit are not: the other master asked again (its own timeout passed, a
+      // slow slave), or a late answer to an older request came — the pending answer may still come.
       this.pendingUntil = 0;
       this.answering = true;
       this.frame = Buffer.from(chunk);
-    } else if (now - this.lastAt > this.gapMs) {
-      this.pendingUntil = 0;
+    } else if (now - this.lastAt > this.gapMs && this.midFrameUntil < now) {
+      // Silence after a whole frame (or after a hold that ran out) begins a new one; bytes that did not end a
+      // frame yet are kept: a relay or an adapter that hands a frame over in bursts leaves more than t3.5
+      // inside it, and a request split so would otherwise never be recognised (nor its answer waited for).
       this.answering = false;
       this.frame = Buffer.from(chunk);
     } else {
       this.frame = Buffer.concat([this.frame, chunk]).subarray(-256);
     }
     this.lastAt = now;
-    if (!this.answering && endsWithRequest(this.frame)) this.pendingUntil = now + answerWaitMs;
+    const request = this.answering ? -1 : requestEndingAt(this.frame);
+    if (request >= 0) {
+      this.pendingUntil = now + answerWaitMs;
+      this.pendingUnit = this.frame[request]!;
+      this.pendingFc = this.frame[request + 1]!;
+    }
+    this.midFrameUntil = this.holdMs > 0 && !endsWithFrame(this.frame) ? now + this.holdMs : 0;
+  }
+
+  /** Whether `chunk` can begin the answer to the pending request: its unit, its function code or its exception. */
+  private answers(chunk: Buffer): boolean {
+    return chunk[0] === this.pendingUnit && (chunk.length < 2 || (chunk[1]! & 0x7f) === this.pendingFc);
   }
 
   /** Our own transaction takes the line: what came before it is no longer pending. */
@@ -48,6 +83,7 @@ export class LineListener {
     this.frame = Buffer.alloc(0);
     this.answering = false;
     this.pendingUntil = 0;
+    this.midFrameUntil = 0;
   }
 
   /** When bytes were last heard outside our own transactions (-Infinity: never). */
@@ -58,5 +94,10 @@ export class LineListener {
   /** Until when another master's request may still be answered (0: none pending). */
   answerPendingUntil(): number {
     return this.pendingUntil;
+  }
+
+  /** Until when bytes heard that do not end a whole frame hold the line (0: they end one, or no hold). */
+  busyUntil(): number {
+    return this.midFrameUntil;
   }
 }

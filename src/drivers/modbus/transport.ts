@@ -1,9 +1,9 @@
 /**
  * One link to Modbus slaves (a serial port or a TCP connection). The bus owner above it guarantees one
  * request at a time; this layer only speaks the wire and reports a closed link. The serial link wraps
- * modbus-serial (ClientTransport, rtu-transport.ts); the TCP link speaks MBAP itself (tcp-transport.ts) to
- * keep a transaction space of its own. A fresh modbus-serial client is built on every open: its buffered
- * RTU port drops its data listener on close and cannot be reused.
+ * modbus-serial on a line of its own (ClientTransport, rtu-transport.ts, rtu-line.ts); the TCP link speaks
+ * MBAP itself (tcp-transport.ts) to keep a transaction space of its own. A fresh modbus-serial client and
+ * line are built on every open: modbus-serial drops its data listener from the port on close.
  */
 import M from 'modbus-serial';
 import type { ModbusTable } from '../../protocol/modbus/address.js';
@@ -11,7 +11,7 @@ import { GatewayError } from '../../core/errors.js';
 import type { RawRequest } from '../types.js';
 
 // The d.ts is CJS with `export default`; under NodeNext the class is on `.default` (notes/packages.md §3).
-const ModbusRTU = M.default;
+export const ModbusRTU = M.default;
 
 /** A request as it goes on the wire: the same shape a Modbus server forwards (drivers/types.ts). */
 export type WireRequest = RawRequest;
@@ -33,7 +33,11 @@ export interface ModbusTransport {
   drain(quietMs: number, maxMs: number): Promise<void>;
   /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
   lastRxAt?(): number;
-  /** Until when another master's request heard on the line may still be answered (0: none pending). */
+  /**
+   * Until when the line is not free for another reason than t3.5 of silence: another master's request heard
+   * may still be answered, a frame heard has not ended yet, or another master's turn after a frame on a
+   * shared line (0: none now).
+   */
   answerPendingUntil?(): number;
   /**
    * Takes in, synchronously, what has come but was not read yet (the event loop was held up); returns how
@@ -77,17 +81,7 @@ export class WireGarbled extends Error {
   }
 }
 
-/**
- * modbus-serial's close() removes its own 'error' listener from the port object, but a dying port
- * (EIO after an unplug) can still emit one; an 'error' event nobody listens to kills the process.
- */
-function muteLateErrors(client: Client): void {
-  const port = (client as unknown as { _port?: { on?: (e: string, fn: () => void) => void } })._port;
-  port?.on?.('error', () => {});
-}
-
 function quietClose(client: Client): void {
-  muteLateErrors(client);
   try {
     client.close(() => {});
   } catch {
@@ -107,6 +101,12 @@ export abstract class ClientTransport implements ModbusTransport {
   protected abstract connect(client: Client): Promise<void>;
 
   /**
+   * A fresh client for each open, on a port of the link's own (modbus-serial's close() removes its 'error'
+   * listener from the port, so the port must keep one of its own: a dying port can still emit one).
+   */
+  protected abstract newClient(): Client;
+
+  /**
    * How long an open may take. A wedged USB adapter can leave open() pending forever, which would hold
    * the bus (and its reopen loop) with it: past this the open fails and the bus's reopen backoff goes on.
    */
@@ -114,7 +114,7 @@ export abstract class ClientTransport implements ModbusTransport {
 
   async open(): Promise<void> {
     await this.close();
-    const client = new ModbusRTU();
+    const client = this.newClient();
     // modbus-serial re-emits port errors; an EventEmitter 'error' without a listener would kill the process.
     client.on('error', (err: unknown) => this.markLost(`error: ${String((err as Error)?.message ?? err)}`));
     client.on('close', () => this.markLost('closed'));
@@ -150,7 +150,6 @@ export abstract class ClientTransport implements ModbusTransport {
     const client = this.client;
     this.client = null;
     if (!client) return;
-    muteLateErrors(client);
     await new Promise<void>((resolve) => {
       const guard = setTimeout(resolve, 1000); // a vanished device may never call back
       try {
