@@ -7,9 +7,11 @@
  * mid-write under kill -9 or a power cut, at least the previous generation is intact; load picks the
  * newest valid one and reports every file it had to reject.
  *
- * node-persist keeps the manifest (last committed seq/slot/checksum), used as documented (setItem/getItem):
- * the generations carry the durability (temp file + fsync + rename); the manifest is a hint written after
- * each one, so a manifest torn by a power cut is reported and the generations' own headers decide. A
+ * node-persist keeps the manifest (last committed seq/slot/checksum) through setItem/getItem. Its own writer
+ * truncates the key's file in place, so a process killed mid-write (a crash, systemd's SIGKILL) left an empty
+ * manifest that the next start reported as damage; its instance hook `writeFile` is replaced by temp + rename
+ * (persist-writer.ts). The generations carry the durability (temp file + fsync + rename); the manifest is a
+ * hint written after each one, so a manifest lost to a power cut is reported and the generations' own headers decide. A
  * manifest that is ahead of every valid generation tells a load that the
  * newest generation was lost, which a missing file alone cannot. The bulk data does not go through
  * node-persist: its setItem deep-copies via JSON (stringify + parse of megabytes on the main thread).
@@ -27,6 +29,7 @@ import { type Encoded, GenerationEncoder } from './generation-encoder.js';
 import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
 import { DeltaTracker, applyDeltas } from './shadow-delta.js';
 import { JournalFile, readJournal } from './shadow-journal.js';
+import { replaceInPlaceWrites } from './persist-writer.js';
 
 const SLOTS = ['a', 'b'] as const;
 type Slot = (typeof SLOTS)[number];
@@ -106,6 +109,7 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   const storage: LocalStorage = nodePersist.create({ dir, expiredInterval: 0, writeQueue: false, ttl: false });
   await storage.init();
   storage.stopWriteQueueInterval(); // init starts it even with writeQueue off; nothing uses it
+  replaceInPlaceWrites(storage);
 
   let newest: Slot | null = null;
   let seq = 0;

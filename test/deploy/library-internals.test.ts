@@ -10,7 +10,8 @@
  * - prom-client's Registry.registerMetric taking any object with get() (api/metrics.ts: a histogram counted
  *   elsewhere); aedes' `publish`, replaced to drop a refused publish (export/broker.ts; behaviour in
  *   test/export/ha-client.test.ts);
- * (node-persist is used through its documented setItem/getItem only.)
+ * - node-persist's instance hook `writeFile(file, content)`, the one place setItem writes (store/persist-writer.ts
+ *   replaces it with temp + rename).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -140,3 +141,26 @@ test('aedes: publish is a replaceable method of the instance', async () => {
 });
 
 test.run();
+
+test('node-persist: setItem writes through the instance hook writeFile(file, content), and getItem reads what the replacement wrote', async () => {
+  const { default: nodePersist } = await import('node-persist');
+  const { replaceInPlaceWrites } = await import('../../src/store/persist-writer.js');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-persist-'));
+  try {
+    const storage = nodePersist.create({ dir, expiredInterval: 0, writeQueue: false, ttl: false });
+    await storage.init();
+    storage.stopWriteQueueInterval();
+    replaceInPlaceWrites(storage);
+    const replaced = storage.writeFile;
+    const files: string[] = [];
+    storage.writeFile = (file, content) => {
+      files.push(file);
+      return replaced(file, content);
+    };
+    await storage.setItem('k', { seq: 7 });
+    assert.equal(files, [storage.getDatumPath('k')], 'setItem went through writeFile with the key\'s file');
+    assert.equal(await storage.getItem('k'), { seq: 7 });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
