@@ -236,18 +236,21 @@ UPD=/data/shadowgate/update
 ab_request() {
   local sha size
   sha=$(sha256sum "$1" | cut -d' ' -f1); size=$(stat -c %s "$1")
+  AB_BEFORE=$(ab_status)
   ssh_vm "install -d -m 0750 -o shadowgate -g shadowgate $UPD && cat > $UPD/bundle.raucb.part && sync $UPD/bundle.raucb.part &&
     mv $UPD/bundle.raucb.part $UPD/bundle.raucb && sync $UPD &&
     echo '{\"bundle\":\"bundle.raucb\",\"size\":$size,\"sha256\":\"$sha\",\"requested_at\":\"$(date -u +%FT%TZ)\",\"by\":\"rest\"}' > $UPD/request.json.tmp &&
     sync $UPD/request.json.tmp && mv $UPD/request.json.tmp $UPD/request.json" <"$1"
 }
 ab_status() { ssh_vm "cat $UPD/status.json" 2>/dev/null; }
-# ab_wait REGEX SECONDS: until status.json's state matches (an unreachable VM, e.g. rebooting, counts as a miss).
+AB_BEFORE=
+# ab_wait REGEX SECONDS: until status.json's state matches, in a status written after the last ab_request
+# (an unreachable VM, e.g. rebooting, counts as a miss).
 ab_wait() {
   local start=$SECONDS st
   while [ $((SECONDS - start)) -lt "$2" ]; do
     st=$(ab_status)
-    json_ok "$st" "/^($1)\$/.test(j.state)" && { printf '%s' "$st"; return 0; }
+    [ "$st" != "$AB_BEFORE" ] && json_ok "$st" "/^($1)\$/.test(j.state)" && { printf '%s' "$st"; return 0; }
     sleep 2
   done
   printf '%s' "$st"; return 1
@@ -290,13 +293,15 @@ say "installing $NEXT (handed over as the gateway does)"
 t_inst=$SECONDS
 ab_request "$T/next.raucb"
 upload_s=$((SECONDS - t_inst))
-st=$(ab_wait 'rebooting|failed|refused' 900)
+# The VM may be down before a poll sees "rebooting": the update's own console line has the figures.
+st=$(ab_wait 'rebooting|trial|good|failed|refused' 900)
 install_s=$((SECONDS - t_inst))
 t_boot=$SECONDS
-slot_mb=$(printf '%s' "$st" | sed -n 's/.*(\([0-9]*\) MB written to the slot, \([0-9]*\) KB elsewhere).*/\1/p')
-else_kb=$(printf '%s' "$st" | sed -n 's/.*(\([0-9]*\) MB written to the slot, \([0-9]*\) KB elsewhere).*/\2/p')
+done_line=$(grep -a 'shadowgate-update: rebooting' "$CONSOLE" | tail -n 1)
+slot_mb=$(printf '%s' "$done_line" | sed -n 's/.*(\([0-9]*\) MB written to the slot, \([0-9]*\) KB elsewhere).*/\1/p')
+else_kb=$(printf '%s' "$done_line" | sed -n 's/.*(\([0-9]*\) MB written to the slot, \([0-9]*\) KB elsewhere).*/\2/p')
 image_mb=$(( $(rauc info --no-verify --output-format=json "$T/next.raucb" 2>/dev/null | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).images[0].rootfs.size') / 1048576 ))
-json_ok "$st" "j.state === 'rebooting' && j.to_version === '$NEXT' && j.slot === 'B'" &&
+json_ok "$st" "/^(rebooting|trial|good)$/.test(j.state) && j.to_version === '$NEXT' && j.slot === 'B'" &&
   [ "${slot_mb:-0}" -ge "$image_mb" ] && [ "$slot_mb" -le $((image_mb + 1)) ] && [ "${else_kb:-99999}" -le 4096 ]
 result "A/B: $NEXT installed into slot B: ${slot_mb:-?} MB written to the slot (root image $image_mb MB), ${else_kb:-?} KB elsewhere (upload ${upload_s} s, install $((install_s - upload_s)) s)" ||
   echo "# status: $st"
