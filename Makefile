@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus
 
-.PHONY: run build test lint bench install deps system-deps node-versions clean dist image image-test reliability
+.PHONY: run build test lint bench install deps system-deps node-versions clean dist image image-test reliability bundle
 
 run: build
 	./dist/main.js run --config board/demo.json
@@ -38,6 +38,12 @@ image: build node-versions
 	sh scripts/image/host-deps.sh
 	sh scripts/dist.sh
 	bash scripts/build-image.sh
+
+# A signed update bundle build/shadowgate-<version>-arm64.raucb of the root that `make image` built last
+# (root; the signing key from SHADOWGATE_SIGNING_KEY/_CERT, else a development pair in build/keys/).
+bundle:
+	sh scripts/image/host-deps.sh
+	bash scripts/build-bundle.sh
 
 # Builds the image and boots it under qemu (about 15 minutes cold on 2 cores).
 image-test: build

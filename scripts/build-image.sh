@@ -5,7 +5,10 @@
 #   build/image/shadowgate.img                             the same image uncompressed (image test)
 # Steps: 1 base rootfs (debootstrap + kernel + firmware + nodejs under qemu-user; cached as
 # build/image/base-<key>.tar.zst, the key hashing everything that goes into it), 2 the gateway from
-# `make dist` plus scripts/image/rootfs, 3 partitions assembled with mkfs -d / mcopy / sfdisk / dd.
+# `make dist` plus scripts/image/rootfs, 3 partitions assembled with mkfs -d / mcopy / sfdisk / dd:
+# p1 FAT boot (U-Boot, boot.scr), p2 root slot A, p3 root slot B (empty until the first update),
+# p4 data. `make bundle` (scripts/build-bundle.sh) turns the root tree left in build/image/rootfs
+# into a signed update bundle; the image trusts the signing certificate (scripts/image/signing.sh).
 # Env: SUITE (trixie), MIRROR and SECURITY_MIRROR (default: the host's apt sources), NO_CACHE=1,
 # IMAGE_COMPRESS=0 (skip the .zst). Needs: scripts/image/host-deps.sh installed, `make dist` done.
 # `build-image.sh check` only runs the host checks; `build-image.sh base` stops after step 1;
@@ -41,7 +44,7 @@ SECURITY_MIRROR=${SECURITY_MIRROR:-${MIRROR%/debian}/debian-security}
 # ---------------------------------------------------------------- host checks
 preflight() {
   local need
-  for need in debootstrap chroot mkfs.ext4 mkfs.vfat mcopy sfdisk zstd update-binfmts; do
+  for need in debootstrap chroot mkfs.ext4 mkfs.vfat mcopy sfdisk zstd update-binfmts mkimage mkenvimage openssl; do
     command -v "$need" >/dev/null || die "$need missing: run scripts/image/host-deps.sh"
   done
   # binfmt_misc starts unmounted on some hosts; arm64 binaries in the chroot need it.
@@ -97,6 +100,7 @@ PACKAGES=(
   nodejs
   systemd-timesyncd systemd-resolved iproute2 openssh-server wpasupplicant fdisk e2fsprogs
   ca-certificates nano less
+  rauc rauc-service libubootenv-tool u-boot-rpi
 )
 KERNEL=linux-image-arm64
 # apt-get install in the rootfs, keeping config files already there (scripts/image/base).
@@ -190,7 +194,8 @@ install_app() {
   # What `systemctl enable` does, by hand (the units' [Install] sections name these targets).
   local pair unit target
   for pair in shadowgate-boot-config.service:multi-user systemd-networkd.service:multi-user systemd-resolved.service:multi-user \
-    systemd-timesyncd.service:sysinit ssh.service:multi-user; do
+    systemd-timesyncd.service:sysinit ssh.service:multi-user shadowgate-update.path:multi-user \
+    shadowgate-trial.service:multi-user; do
     unit=${pair%%:*}; target=${pair#*:}.target
     [ -f "$R/usr/lib/systemd/system/$unit" ] || die "unit $unit missing from the rootfs"
     mkdir -p "$R/etc/systemd/system/$target.wants"
@@ -216,16 +221,36 @@ install_app() {
   # `systemd-analyze verify` inside the chroot (the target's systemd); any output is a failure.
   local out
   out=$(in_root systemd-analyze verify shadowgate.service shadowgate-boot-config.service \
-    shadowgate-selftest.service 2>&1 || true)
+    shadowgate-selftest.service shadowgate-update.path shadowgate-update.service shadowgate-trial.service 2>&1 || true)
   [ -z "$out" ] || die "systemd-analyze verify: $out"
   cleanup
   # Hygiene: identity and keys are made on the device.
   : >"$R/etc/machine-id"; rm -f "$R/var/lib/dbus/machine-id" "$R"/etc/ssh/ssh_host_*
   rm -f "$R/etc/resolv.conf"; ln -s ../run/systemd/resolve/stub-resolv.conf "$R/etc/resolv.conf"
   rm -f "$R/usr/sbin/policy-rc.d"
+  install_ab
   echo shadowgate >"$R/etc/hostname"
   printf 'shadowgate %s (%s) built %s\n' "$VERSION" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
     "$(date -u -d "@$SOURCE_DATE_EPOCH" +%F)" >"$R/etc/shadowgate-image"
+}
+
+# A/B updates: the card's fixed MBR disk id names both root slots by PARTUUID (the same root image is
+# written to either, so labels cannot tell them apart); RAUC, fw_env.config and the udev rule use it.
+DISK_ID=5347ab01
+install_ab() {
+  local f kv
+  for f in etc/rauc/system.conf etc/udev/rules.d/61-shadowgate-card.rules; do
+    grep -q "$DISK_ID" "$R/$f" || die "$f does not name the card's disk id $DISK_ID"
+  done
+  grep -q "$DISK_ID" scripts/image/uboot/boot.cmd || die "boot.cmd does not name the card's disk id $DISK_ID"
+  # The image trusts the update signing certificate (development pair unless SHADOWGATE_SIGNING_* are set).
+  install -m 0644 "$SIGN_CERT" "$R/etc/rauc/keyring.pem"
+  # Each slot boots its own kernel: boot.scr loads /boot/vmlinuz and /boot/initrd.img from the slot's ext4
+  # (hard links: U-Boot's ext4 reader needs no symlink support for them).
+  kv=$(cd "$R/boot" && find . -maxdepth 1 -name 'vmlinuz-*' | sed 's|^./vmlinuz-||' | sort -V | tail -n1)
+  [ -n "$kv" ] && [ -f "$R/boot/initrd.img-$kv" ] || die "no kernel and initrd in $R/boot"
+  ln -f "$R/boot/vmlinuz-$kv" "$R/boot/vmlinuz"
+  ln -f "$R/boot/initrd.img-$kv" "$R/boot/initrd.img"
 }
 
 # ---------------------------------------------------------------- 3. the disk image
@@ -234,17 +259,20 @@ assemble() {
   local boot=$WORK/bootfs data=$WORK/datafs img=$WORK/shadowgate.img
   log "assembling"
   # /boot/firmware is its own FAT partition: move its files out of the root tree.
-  rm -rf "$boot" "$data"; mkdir -p "$boot" "$data"/{shadowgate,config,ssh}
+  rm -rf "$boot" "$data"; mkdir -p "$boot" "$data"/{shadowgate,config,ssh,rauc}
   cp -a "$R/boot/firmware/." "$boot/"
   find "$R/boot/firmware" -mindepth 1 -delete
   cp "$R/usr/share/shadowgate/shadowgate.json" "$R/usr/share/shadowgate/shadowgate.example.json" \
     "$R/usr/share/shadowgate/README.txt" "$boot/"
+  boot_loader "$boot"
   chmod 0700 "$data/ssh"
   # The gateway (group shadowgate) reads config/config.json; boot-config keeps these modes.
   chmod 0750 "$data/config"
   chgrp "$(awk -F: '$1 == "shadowgate" { print $3 }' "$R/etc/group")" "$data/config"
   mkdir -p "$R/data"
 
+  # Each root slot has room for a root 30 % + 200 MB bigger than this one (later versions grow);
+  # slot B stays empty (zeros, sparse) until the first update writes it.
   local boot_mb=256 root_mb data_mb=128
   root_mb=$(( $(du -sm "$R" | cut -f1) * 13 / 10 + 200 ))
   rm -f "$WORK"/*.part
@@ -253,21 +281,50 @@ assemble() {
   mkfs.ext4 -q -F -L RASPIROOT -E root_owner=0:0 -d "$R" "$WORK/root.part" "${root_mb}M"
   mkfs.ext4 -q -F -L SGDATA -E root_owner=0:0 -d "$data" "$WORK/data.part" "${data_mb}M"
 
-  local s1=4 s2 s3 total
-  s2=$((s1 + boot_mb)); s3=$((s2 + root_mb)); total=$((s3 + data_mb + 1))
+  local s1=4 s2 s3 s4 total
+  s2=$((s1 + boot_mb)); s3=$((s2 + root_mb)); s4=$((s3 + root_mb)); total=$((s4 + data_mb + 1))
   rm -f "$img"; truncate -s "${total}M" "$img"
   sfdisk --quiet "$img" <<PT
 label: dos
+label-id: 0x$DISK_ID
 unit: sectors
 start=$((s1 * MiB / 512)), size=$((boot_mb * MiB / 512)), type=c, bootable
 start=$((s2 * MiB / 512)), size=$((root_mb * MiB / 512)), type=83
-start=$((s3 * MiB / 512)), size=$((data_mb * MiB / 512)), type=83
+start=$((s3 * MiB / 512)), size=$((root_mb * MiB / 512)), type=83
+start=$((s4 * MiB / 512)), size=$((data_mb * MiB / 512)), type=83
 PT
   dd if="$WORK/boot.part" of="$img" bs=1M seek=$s1 conv=notrunc,sparse status=none
   dd if="$WORK/root.part" of="$img" bs=1M seek=$s2 conv=notrunc,sparse status=none
-  dd if="$WORK/data.part" of="$img" bs=1M seek=$s3 conv=notrunc,sparse status=none
+  dd if="$WORK/data.part" of="$img" bs=1M seek=$s4 conv=notrunc,sparse status=none
+  # The boot state (BOOT_ORDER, BOOT_x_LEFT) in both redundant copies at 1 and 2 MiB, before p1
+  # (scripts/image/uboot/boot.cmd, /etc/fw_env.config): slot A with 3 tries, B empty.
+  printf 'BOOT_ORDER=A B\nBOOT_A_LEFT=3\nBOOT_B_LEFT=0\n' | mkenvimage -r -s 0x4000 -o "$WORK/env.part" -
+  dd if="$WORK/env.part" of="$img" bs=1M seek=1 conv=notrunc status=none
+  dd if="$WORK/env.part" of="$img" bs=1M seek=2 conv=notrunc status=none
   rm -f "$WORK"/*.part
   log "image: $img ($((total)) MiB, $(du -m "$img" | cut -f1) MiB allocated)"
+}
+
+# The FAT partition boots U-Boot (the Pi firmware loads it as its "kernel"), and U-Boot runs boot.scr,
+# which boots the kernel of the chosen root slot: the kernels and initrds raspi-firmware copied here
+# are not used, and neither is its cmdline.txt (its arguments move to bootargs.txt, without root=).
+boot_loader() {
+  local boot=$1 args
+  find "$boot" -maxdepth 1 \( -name 'vmlinuz*' -o -name 'initrd.img*' \) -delete
+  args=$(tr -s ' \n' '  ' <"$boot/cmdline.txt" | tr ' ' '\n' | grep -v '^root=\|^rootwait$\|^rw$\|^$' | tr '\n' ' ')
+  rm -f "$boot/cmdline.txt"
+  printf 'bootargs_extra=%s\n' "${args% }" >"$boot/bootargs.txt"
+  grep -v '^kernel=\|^initramfs ' "$boot/config.txt" >"$boot/config.txt.new"
+  cat >>"$boot/config.txt.new" <<CFG
+
+# shadowgate: U-Boot (rpi_arm64: Pi 3, 4, Zero 2 W, CM4) runs boot.scr, which boots root slot A or B.
+arm_64bit=1
+kernel=u-boot.bin
+CFG
+  mv "$boot/config.txt.new" "$boot/config.txt"
+  cp "$R/usr/lib/u-boot/rpi_arm64/u-boot.bin" "$boot/u-boot.bin"
+  cp scripts/image/uboot/boot.cmd "$boot/boot.cmd"
+  mkimage -q -A arm64 -O linux -T script -C none -n "shadowgate A/B boot" -d scripts/image/uboot/boot.cmd "$boot/boot.scr" >/dev/null
 }
 
 compress() {
@@ -285,6 +342,8 @@ main() {
   flock -n 9 || die "another image build is running (lock $WORK/.lock)"
   preflight
   [ "${1:-}" != check ] || return 0
+  # shellcheck source=scripts/image/signing.sh
+  . scripts/image/signing.sh
   base_rootfs
   [ "${1:-}" != base ] || { log "base only: done in $((SECONDS - t0)) s"; return; }
   install_app

@@ -1,18 +1,22 @@
 #!/bin/bash
 # `make image-test` (also run by `make test`): builds the SD image from scratch with `make image`
-# and boots it under qemu-system-aarch64 -M virt with the image's own kernel and initrd, as a user
-# would use it: shadowgate.json on the FAT partition edited first (host name, an SSH key), the card
+# and boots it under qemu-system-aarch64 -M virt through U-Boot (Debian's qemu_arm64 build, as the
+# Pi's firmware starts u-boot-rpi) and the card's own boot.scr, as a user would use it: shadowgate.json on the FAT partition edited first (host name, an SSH key), the card
 # bigger than the image (the data partition must grow), REST reached from the host through
 # forwarded ports, a value written, the config file broken over SSH, a reboot, and the value, the
 # last good config and the API token checked again. The in-image checks come from
 # /usr/lib/shadowgate/selftest, run by the test-only shadowgate-selftest.service that the kernel
 # command line pulls in (systemd.wants=); it prints "SELFTEST key=value" lines on the serial console.
+# A/B system updates: bundles of the next version, of a gateway that cannot start, signed with
+# another key and for another board are made from the image's root tree (scripts/build-bundle.sh),
+# handed to the root side as the gateway does it, and the card must update, keep, fall back, refuse,
+# survive a power cut during an install, and roll back by hand in both directions.
 # Ends with "image: N passed, N failed, N skipped". When the image cannot be built or booted here
 # (not root, no qemu, no binfmt), every check counts as skipped and the reason is printed.
 # SHADOWGATE_IMAGE_TEST=0 skips it the same way (say so; never a silent pass).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-CHECKS=26
+CHECKS=38
 PASS=0 FAIL=0 SKIP=0
 ok() { PASS=$((PASS + 1)); echo "ok - $*"; }
 bad() { FAIL=$((FAIL + 1)); echo "not ok - $*"; }
@@ -46,6 +50,7 @@ skip_all() { echo "SKIP: image test: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip_all "needs root (debootstrap, chroot)"
 sh scripts/image/host-deps.sh || skip_all "cannot install the host packages (scripts/image/host-deps.sh)"
 command -v qemu-system-aarch64 >/dev/null || skip_all "qemu-system-aarch64 is not installed"
+[ -f /usr/lib/u-boot/qemu_arm64/u-boot.bin ] || skip_all "U-Boot for qemu (u-boot-qemu) is not installed"
 reason=$(bash scripts/build-image.sh check 2>&1) || skip_all "cannot build here: $reason"
 
 # ------------------------------------------------------------------ build
@@ -63,8 +68,41 @@ ZST=$(find build -maxdepth 1 -name "shadowgate-*-arm64.img.zst" | head -n1)
 (cd build && sha256sum -c --quiet "$(basename "$ZST").sha256"); result "the .zst has a matching sha256"
 echo "# image: $(du -m --apparent-size "$IMG" | cut -f1) MiB raw, $(du -m "$ZST" | cut -f1) MiB compressed, built in ${build_s} s"
 
-# ------------------------------------------------------------------ the card, as a user prepares it
+# ------------------------------------------------------------------ update bundles, from the image's root tree
 T=$(mktemp -d /tmp/shadowgate-image-test.XXXXXX)
+VERSION=$(node -p 'require("./package.json").version')
+NEXT=$(node -p 'const [a, b, c] = process.argv[1].split(/[.-]/); `${a}.${b}.${Number(c) + 1}`' "$VERSION")
+BROKEN=$NEXT-broken
+t0=$SECONDS
+make --no-print-directory bundle >"$T/bundle.log" 2>&1; rc=$?
+bundle_s=$((SECONDS - t0))
+BUNDLE=build/shadowgate-$VERSION-arm64.raucb
+sed -n 's/^\[build-bundle[^]]*\] /# /p' "$T/bundle.log"
+[ $rc = 0 ] && [ -f "$BUNDLE" ]; result "make bundle builds a signed bundle of version $VERSION (${bundle_s} s, $(du -m "$BUNDLE" 2>/dev/null | cut -f1) MB)" || tail -n 20 "$T/bundle.log"
+# Version N+1: the same tree with the next version in the gateway's package.json and /etc/shadowgate-image.
+# The broken one: a gateway whose `run` exits at once (boot-config and SSH still work on it).
+cp -a build/image/rootfs "$T/root"
+node -e 'const f = process.argv[1], p = JSON.parse(require("fs").readFileSync(f)); p.version = process.argv[2]; require("fs").writeFileSync(f, JSON.stringify(p, null, 2))' \
+  "$T/root/opt/shadowgate/package.json" "$NEXT"
+sed -i "s/^shadowgate [^ ]*/shadowgate $NEXT/" "$T/root/etc/shadowgate-image"
+bash scripts/build-bundle.sh --root "$T/root" --out "$T/next.raucb" 2>&1 | sed 's/^\[build-bundle[^]]*\] /# /'
+node -e 'const f = process.argv[1], p = JSON.parse(require("fs").readFileSync(f)); p.version = process.argv[2]; require("fs").writeFileSync(f, JSON.stringify(p, null, 2))' \
+  "$T/root/opt/shadowgate/package.json" "$BROKEN"
+sed -i "s/^shadowgate [^ ]*/shadowgate $BROKEN/" "$T/root/etc/shadowgate-image"
+sed -i '2i if (process.argv[2] === "run") { console.error("a broken build made by the image test"); process.exit(1); }' "$T/root/opt/shadowgate/shadowgate.mjs"
+bash scripts/build-bundle.sh --root "$T/root" --out "$T/broken.raucb" 2>&1 | sed 's/^\[build-bundle[^]]*\] /# /'
+rm -rf "$T/root"
+# Refused bundles need no real root: a small tree signed with another key, and one for another board.
+mkdir -p "$T/tiny/etc/rauc" "$T/tiny/opt/shadowgate"
+cp build/image/rootfs/etc/rauc/system.conf "$T/tiny/etc/rauc/"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 -subj /CN=not-this-system \
+  -keyout "$T/other.key" -out "$T/other.cert" 2>/dev/null
+bash scripts/build-bundle.sh --root "$T/tiny" --version "$NEXT" --key "$T/other.key" --cert "$T/other.cert" --out "$T/otherkey.raucb" >/dev/null 2>&1
+bash scripts/build-bundle.sh --root "$T/tiny" --version "$NEXT" --compatible shadowgate-other-board --out "$T/otherboard.raucb" >/dev/null 2>&1
+[ -f "$T/next.raucb" ] && [ -f "$T/broken.raucb" ] && [ -f "$T/otherkey.raucb" ] && [ -f "$T/otherboard.raucb" ]
+result "test bundles: $NEXT, $BROKEN (the gateway cannot start), another key, another board ($((SECONDS - t0)) s in all)"
+
+# ------------------------------------------------------------------ the card, as a user prepares it
 cp --sparse=always "$IMG" "$T/card.img"
 truncate -s +768M "$T/card.img"            # a bigger card than the image: the data partition grows
 FAT="$T/card.img@@4M"                        # partition 1 starts at 4 MiB (build-image.sh)
@@ -78,18 +116,11 @@ node -e '
   fs.writeFileSync(file, JSON.stringify(c, null, 2));
 ' "$T/shadowgate.json" "$T/id.pub"
 mcopy -o -i "$FAT" "$T/shadowgate.json" ::shadowgate.json
-# The image's own kernel and initrd, named in the config.txt raspi-firmware wrote.
-mcopy -i "$FAT" ::config.txt "$T/config.txt"
-kernel=$(awk -F= '$1 == "kernel" { print $2 }' "$T/config.txt")
-initrd=$(awk '$1 == "initramfs" { print $2 }' "$T/config.txt")
-if ! mcopy -i "$FAT" "::$kernel" "$T/vmlinuz" || ! mcopy -i "$FAT" "::$initrd" "$T/initrd"; then
-  bad "kernel $kernel / initrd $initrd on the FAT partition"; exit 1
-fi
 
 free_port() { node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
 HP=$(free_port); SP=$(free_port)
 CONSOLE=$T/console.log
-say "booting (kernel $kernel, REST on 127.0.0.1:$HP, SSH on 127.0.0.1:$SP)"
+say "booting (U-Boot, REST on 127.0.0.1:$HP, SSH on 127.0.0.1:$SP)"
 boot_t0=$SECONDS
 # For the emulator only: nokaslr (with KASLR the kernel turns on page-table isolation, a TLB flush
 # per system call, slow under TCG), and modprobe.blacklist of modules only qemu's virtual hardware
@@ -98,11 +129,14 @@ boot_t0=$SECONDS
 # stall can still hold udev's coldplug past systemd's 90 s device timeout (seen once: /data and
 # /boot/firmware "timed out", emergency mode), so the emulator waits up to 10 minutes for devices.
 VM_ONLY="nokaslr systemd.default_device_timeout_sec=600 modprobe.blacklist=aes_ce_blk,aes_ce_cipher,crct10dif_ce,polyval_ce,ghash_ce,sha2_ce,sha256_arm64,sha1_ce,sha3_ce,sha512_ce,sm4_ce,drm,virtio_gpu,vsock,vmw_vsock_virtio_transport,vmw_vsock_virtio_transport_common,vsock_loopback,efi_pstore,qemu_fw_cfg"
+# boot.scr appends bootargs.txt from the FAT partition to the slot's root= (the Pi's HDMI console
+# arguments are replaced by the emulator's serial console).
+printf 'bootargs_extra=console=ttyAMA0 %s systemd.wants=shadowgate-selftest.service\n' "$VM_ONLY" >"$T/bootargs.txt"
+mcopy -o -i "$FAT" "$T/bootargs.txt" ::bootargs.txt
 # The console is appended to, so a power cycle (below) keeps the earlier boots' lines for counting.
 start_vm() {
   qemu-system-aarch64 -M virt -cpu cortex-a72 -smp 2 -m 1024 -display none -monitor none -no-user-config \
-    -kernel "$T/vmlinuz" -initrd "$T/initrd" \
-    -append "root=LABEL=RASPIROOT rootwait console=ttyAMA0 $VM_ONLY systemd.wants=shadowgate-selftest.service" \
+    -bios /usr/lib/u-boot/qemu_arm64/u-boot.bin \
     -drive "file=$T/card.img,format=raw,if=virtio" \
     -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$HP-:8081,hostfwd=tcp:127.0.0.1:$SP-:22" -device virtio-net-pci,netdev=net0,romfile= \
     -chardev "file,id=con,path=$CONSOLE,append=on" -serial chardev:con &
@@ -193,6 +227,125 @@ result "after reboot: /health/shadow is degraded and names the problem (gateway.
 token2=$(ssh_vm cat /data/config/api-token)
 [ -n "$token2" ] && [ "$token2" = "$token" ]; result "after reboot: the same API token"
 
+# ------------------------------------------------------------------ A/B system updates (RAUC + U-Boot)
+boots=2
+UPD=/data/shadowgate/update
+# Hands a bundle to the root side as the gateway does (bundle.raucb, then request.json, each written whole
+# and renamed into place). With the gateway's upload route merged, the body is the one line:
+#   api -H "Authorization: Bearer $token" -H 'content-type: application/octet-stream' --data-binary @"$1" -X POST "http://127.0.0.1:$HP/api/v1/system/update"
+ab_request() {
+  local sha size
+  sha=$(sha256sum "$1" | cut -d' ' -f1); size=$(stat -c %s "$1")
+  AB_BEFORE=$(ab_status)
+  ssh_vm "install -d -m 0750 -o shadowgate -g shadowgate $UPD && cat > $UPD/bundle.raucb.part && sync $UPD/bundle.raucb.part &&
+    mv $UPD/bundle.raucb.part $UPD/bundle.raucb && sync $UPD &&
+    echo '{\"bundle\":\"bundle.raucb\",\"size\":$size,\"sha256\":\"$sha\",\"requested_at\":\"$(date -u +%FT%TZ)\",\"by\":\"rest\"}' > $UPD/request.json.tmp &&
+    sync $UPD/request.json.tmp && mv $UPD/request.json.tmp $UPD/request.json" <"$1"
+}
+ab_status() { ssh_vm "cat $UPD/status.json" 2>/dev/null; }
+AB_BEFORE=
+# ab_wait REGEX SECONDS: until status.json's state matches, in a status written after the last ab_request
+# (an unreachable VM, e.g. rebooting, counts as a miss).
+ab_wait() {
+  local start=$SECONDS st
+  while [ $((SECONDS - start)) -lt "$2" ]; do
+    st=$(ab_status)
+    [ "$st" != "$AB_BEFORE" ] && json_ok "$st" "/^($1)\$/.test(j.state)" && { printf '%s' "$st"; return 0; }
+    sleep 2
+  done
+  printf '%s' "$st"; return 1
+}
+# The running system as the card sees it: slot, gateway version, /etc/shadowgate-image's version, boot state.
+ab_where() { ssh_vm 'echo "$(sed -n "s/.*rauc\.slot=\([AB]\).*/\1/p" /proc/cmdline) $(node -p "require(\"/opt/shadowgate/package.json\").version") $(cut -d" " -f2 /etc/shadowgate-image) $(fw_printenv -n BOOT_ORDER | tr -d " ")/$(fw_printenv -n BOOT_A_LEFT)/$(fw_printenv -n BOOT_B_LEFT)"'; }
+# Sectors written to the inactive slot B so far (the kernel's counter; nothing may move it for a refused bundle).
+slot_b_written() { ssh_vm "awk '{ print \$7 }' /sys/class/block/\$(basename \$(readlink -f /dev/disk/by-partuuid/5347ab01-03))/stat"; }
+# Waits for the boot K kernel starts after BEFORE (a count of "Booting Linux") to reach its selftest: a
+# boot that reboots by itself (a failed trial) may not get that far.
+selftest_after() {
+  local want=$(($1 + $2)) start=$SECONDS
+  while [ $((SECONDS - start)) -lt $((BOOT_S * $2)) ]; do
+    if [ "$(grep -ac 'Booting Linux' "$CONSOLE")" -ge "$want" ] &&
+      awk '/Booting Linux/ { s = 0 } /SELFTEST done/ { s = 1 } END { exit !s }' "$CONSOLE"; then
+      boots=$(grep -ac 'SELFTEST done' "$CONSOLE"); return 0
+    fi
+    kill -0 "$QPID" 2>/dev/null || return 1
+    sleep 2
+  done
+  return 2
+}
+# The trial service marks the running slot good once the gateway is healthy (boot.scr took a try).
+i=0; while where=$(ab_where) && [ "$where" != "A $VERSION $VERSION AB/3/0" ] && [ $i -lt 30 ]; do sleep 2; i=$((i + 1)); done
+[ "$where" = "A $VERSION $VERSION AB/3/0" ]; result "A/B: version $VERSION runs from slot A, slot A marked good (boot state $where)"
+
+for kind in otherkey otherboard; do
+  b0=$(slot_b_written)
+  ab_request "$T/$kind.raucb"
+  st=$(ab_wait 'refused|failed|good|rebooting' 120)
+  b1=$(slot_b_written)
+  left=$(ssh_vm "ls $UPD")
+  case $kind in otherkey) re='not signed with this system' ;; otherboard) re='shadowgate-other-board' ;; esac
+  json_ok "$st" "j.state === 'refused' && j.message.includes('$re')" && [ -n "$b0" ] && [ "$b0" = "$b1" ] && ! printf '%s' "$left" | grep -q bundle
+  result "A/B: a bundle $(case $kind in otherkey) echo signed with another key ;; *) echo for another board ;; esac) is refused before anything is written (slot B sectors written $b0 -> $b1)" ||
+    echo "# status: $st"
+done
+
+say "installing $NEXT (handed over as the gateway does)"
+t_inst=$SECONDS
+ab_request "$T/next.raucb"
+upload_s=$((SECONDS - t_inst))
+# The VM may be down before a poll sees "rebooting": the update's own console line has the figures.
+st=$(ab_wait 'rebooting|trial|good|failed|refused' 900)
+install_s=$((SECONDS - t_inst))
+t_boot=$SECONDS
+done_line=$(grep -a 'shadowgate-update: rebooting' "$CONSOLE" | tail -n 1)
+slot_mb=$(printf '%s' "$done_line" | sed -n 's/.*(\([0-9]*\) MB written to the slot, \([0-9]*\) KB elsewhere).*/\1/p')
+else_kb=$(printf '%s' "$done_line" | sed -n 's/.*(\([0-9]*\) MB written to the slot, \([0-9]*\) KB elsewhere).*/\2/p')
+image_mb=$(( $(rauc info --no-verify --output-format=json "$T/next.raucb" 2>/dev/null | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).images[0].rootfs.size') / 1048576 ))
+json_ok "$st" "/^(rebooting|trial|good)$/.test(j.state) && j.to_version === '$NEXT' && j.slot === 'B'" &&
+  [ "${slot_mb:-0}" -ge "$image_mb" ] && [ "$slot_mb" -le $((image_mb + 1)) ] && [ "${else_kb:-99999}" -le 4096 ]
+result "A/B: $NEXT installed into slot B: ${slot_mb:-?} MB written to the slot (root image $image_mb MB), ${else_kb:-?} KB elsewhere (upload ${upload_s} s, install $((install_s - upload_s)) s)" ||
+  echo "# status: $st"
+if ! boot_wait $((boots + 1)); then bad "the boot into $NEXT reaches the selftest"; show_console; exit 1; fi
+boots=$((boots + 1))
+reboot_s=$((SECONDS - t_boot))
+st=$(ab_wait 'good|failed' 300)
+where=$(ab_where)
+value=$(api "http://127.0.0.1:$HP/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint")
+live=$(api "http://127.0.0.1:$HP/api/v1/shadow/device?id=added-live")
+[ "$where" = "B $NEXT $NEXT BA/3/3" ] && json_ok "$st" "j.state === 'good' && j.booted_slot === 'B'" && [ "$(fact $boots shadowgate)" = active ]
+result "A/B: after the reboot ($reboot_s s to the selftest) $NEXT runs from slot B, healthy, marked good (boot state $where)" || echo "# status: $st"
+json_ok "$value" 'j.data?.write_value === 23.5' && json_ok "$live" 'j.success && j.data.online === true' && [ "$(ssh_vm cat /data/config/api-token)" = "$token" ]
+result "A/B: $NEXT started on the data $VERSION left: the value, the device added live and the token are there"
+
+# Rolling back by hand, then forward again: each version starts on what the other left.
+for dir in back forward; do
+  api -H "Authorization: Bearer $token" -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=$([ $dir = back ] && echo 24.5 || echo 25.5)" >/dev/null
+  sleep 6   # one persist interval (5 s): the value is saved before the reboot
+  ssh_vm 'rauc status mark-active other >/dev/null && systemctl reboot'
+  if ! boot_wait $((boots + 1)); then bad "the boot after rauc status mark-active other reaches the selftest"; show_console; exit 1; fi
+  boots=$((boots + 1))
+  where=$(ab_where)
+  value=$(api "http://127.0.0.1:$HP/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint")
+  if [ $dir = back ]; then want="A $VERSION"; v=24.5; else want="B $NEXT"; v=25.5; fi
+  case "$where" in "$want "*) true ;; *) false ;; esac && [ "$(fact $boots shadowgate)" = active ] && json_ok "$value" "j.data?.write_value === $v"
+  result "A/B: rolled $dir by hand (mark-active other): ${want#* } runs from slot ${want%% *} on the data the other left (boot state ${where##* })"
+done
+
+say "installing $BROKEN, whose gateway cannot start"
+kstarts=$(grep -ac 'Booting Linux' "$CONSOLE")
+tries0=$(grep -ac 'shadowgate: booting slot A' "$CONSOLE")
+t_inst=$SECONDS
+ab_request "$T/broken.raucb"
+if ! selftest_after "$kstarts" 2; then bad "after the broken update the card comes back to a selftest"; show_console; exit 1; fi
+fallback_s=$((SECONDS - t_inst))
+where=$(ab_where)
+st=$(ab_status)
+tries=$(( $(grep -ac 'shadowgate: booting slot A' "$CONSOLE") - tries0 ))
+case "$where" in "B $NEXT $NEXT "*/0/*) true ;; *) false ;; esac && [ "$tries" = 1 ] &&
+  json_ok "$st" "j.state === 'failed' && j.to_version === '$BROKEN' && j.message.includes('did not become healthy') && j.message.includes('back on version $NEXT')"
+result "A/B: $BROKEN booted once (slot A, $tries time), was not kept, and $NEXT runs again by itself ($fallback_s s; boot state ${where##* })" || echo "# status: $st"
+echo "# status after the failed update: $(printf '%s' "$st" | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).message' 2>/dev/null)"
+
 # Real power cuts (issue 11): sysrq 'b' resets the VM at once, without syncing or unmounting, so what the
 # gateway wrote but did not fsync is lost with the guest's page cache (the data partition commits its
 # journal only every 30 s). A setpoint written, one save that started after it, then the cut: it must be
@@ -218,7 +371,6 @@ cut_power() {
   kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true
 }
 saves() { api "http://127.0.0.1:$HP/api/v1/health/shadow" | node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>{try{console.log(JSON.parse(s).data.checks.persistence.saves)}catch{console.log(-1)}})'; }
-boots=2
 setpoint="$((RANDOM % 800 + 100)).5"
 s0=$(saves)
 api -H "Authorization: Bearer $token" -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=$setpoint" >/dev/null
@@ -238,12 +390,28 @@ hist=$(api "http://127.0.0.1:$HP/api/v1/history?device=thermostat-1&point=temper
 json_ok "$hist" "j.success && j.data.length > 0 && j.data[j.data.length - 1].ts >= $cut_ms - 15000"
 result "power cut 1: history is readable up to the last flush before the cut (bound: 10 s flush interval)"
 
+# The first of them falls at a random moment of a system update's install (into slot A, beside the
+# running B): the card must boot the old slot, and the status must say the install was interrupted.
 for k in $(seq 2 $((1 + ${SHADOWGATE_IMAGE_CUTS:-1}))); do
-  sleep $((RANDOM % 8 + 1))
-  say "power cut $k at a random moment"
+  if [ "$k" = 2 ]; then
+    ab_request "$T/next.raucb"
+    st=$(ab_wait installing 300)
+    sleep $((RANDOM % 10))
+    say "power cut $k at a random moment of an install ($(ab_status | node -p 'const s = JSON.parse(require("fs").readFileSync(0, "utf8")); `${s.state} ${s.progress}%`' 2>/dev/null))"
+  else
+    sleep $((RANDOM % 8 + 1))
+    say "power cut $k at a random moment"
+  fi
   cut_power
   boots=$((boots + 1))
   if ! boot_wait $boots; then bad "boot after power cut $k reaches the selftest"; show_console; exit 1; fi
+  if [ "$k" = 2 ]; then
+    st=$(ab_wait 'failed|good|rebooting|trial' 60)
+    where=$(ab_where)
+    case "$where" in "B $NEXT $NEXT "*) true ;; *) false ;; esac && json_ok "$st" "j.state === 'failed' && j.message.includes('interrupted')"
+    result "power cut $k during an install: the old slot B boots ($NEXT, boot state ${where##* }), the status says the install was interrupted" ||
+      echo "# status: $st"
+  fi
   health=$(api "http://127.0.0.1:$HP/api/v1/health/shadow")
   problems=$(ssh_vm "journalctl -b -o cat -u shadowgate | grep -c 'persisted shadow problem\|segment is damaged\|registry unreadable' || true")
   json_ok "$health" 'j.success && j.data.checks.persistence.ok' && [ "${problems:-1}" = 0 ]

@@ -2,9 +2,12 @@
 # Debian packages the image build and its boot test need on the build machine (installed when
 # missing; root only): debootstrap + qemu-user for the arm64 rootfs, mtools/dosfstools/fdisk/
 # e2fsprogs to assemble the image without mounts, zstd, qemu-system-arm to boot it, the arm64
-# cross compiler for onoff's epoll, ssh and curl for the boot test.
+# cross compiler for onoff's epoll, ssh and curl for the boot test; u-boot-tools (mkimage, mkenvimage)
+# for the boot script and boot state, rauc + squashfs-tools + openssl for update bundles and their
+# signing key, u-boot-qemu to boot the image under qemu as the Pi's firmware boots U-Boot.
 set -eu
-PKGS="debootstrap binfmt-support mtools dosfstools fdisk e2fsprogs zstd g++-aarch64-linux-gnu openssh-client curl"
+PKGS="debootstrap binfmt-support mtools dosfstools fdisk e2fsprogs zstd g++-aarch64-linux-gnu openssh-client curl
+  u-boot-tools u-boot-qemu rauc squashfs-tools openssl"
 QEMU="qemu-system-arm qemu-user-static"
 missing=
 for p in $PKGS $QEMU; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
