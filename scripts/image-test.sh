@@ -230,17 +230,14 @@ token2=$(ssh_vm cat /data/config/api-token)
 # ------------------------------------------------------------------ A/B system updates (RAUC + U-Boot)
 boots=2
 UPD=/data/shadowgate/update
-# Hands a bundle to the root side as the gateway does (bundle.raucb, then request.json, each written whole
-# and renamed into place). With the gateway's upload route merged, the body is the one line:
-#   api -H "Authorization: Bearer $token" -H 'content-type: application/octet-stream' --data-binary @"$1" -X POST "http://127.0.0.1:$HP/api/v1/system/update"
+# Uploads a bundle as a user does: POST /api/v1/system/update with the write token (the gateway streams it to
+# update/bundle.raucb and hands it to the root side with update/request.json).
 ab_request() {
-  local sha size
-  sha=$(sha256sum "$1" | cut -d' ' -f1); size=$(stat -c %s "$1")
+  local out
   AB_BEFORE=$(ab_status)
-  ssh_vm "install -d -m 0750 -o shadowgate -g shadowgate $UPD && cat > $UPD/bundle.raucb.part && sync $UPD/bundle.raucb.part &&
-    mv $UPD/bundle.raucb.part $UPD/bundle.raucb && sync $UPD &&
-    echo '{\"bundle\":\"bundle.raucb\",\"size\":$size,\"sha256\":\"$sha\",\"requested_at\":\"$(date -u +%FT%TZ)\",\"by\":\"rest\"}' > $UPD/request.json.tmp &&
-    sync $UPD/request.json.tmp && mv $UPD/request.json.tmp $UPD/request.json" <"$1"
+  out=$(curl -sS -m 900 -H "Authorization: Bearer $token" -H 'content-type: application/octet-stream' \
+    --data-binary @"$1" -X POST "http://127.0.0.1:$HP/api/v1/system/update")
+  json_ok "$out" 'j.success === true' || echo "# POST /system/update answered: $out"
 }
 ab_status() { ssh_vm "cat $UPD/status.json" 2>/dev/null; }
 AB_BEFORE=
@@ -289,7 +286,7 @@ for kind in otherkey otherboard; do
     echo "# status: $st"
 done
 
-say "installing $NEXT (handed over as the gateway does)"
+say "installing $NEXT (uploaded over REST)"
 t_inst=$SECONDS
 ab_request "$T/next.raucb"
 upload_s=$((SECONDS - t_inst))
