@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "build-bundle: $*" >&2; exit 1; }
 log() { printf '[build-bundle %(%T)T] %s\n' -1 "$*"; }
-ROOT=build/image/rootfs VERSION= COMPATIBLE= OUT= KEY= CERT=
+ROOT=build/image/rootfs VERSION='' COMPATIBLE='' OUT='' KEY='' CERT=''
 while [ $# -gt 0 ]; do
   case $1 in
     --root) ROOT=$2 ;; --version) VERSION=$2 ;; --compatible) COMPATIBLE=$2 ;; --out) OUT=$2 ;;

@@ -248,7 +248,7 @@ install_ab() {
   # Each slot boots its own kernel: boot.scr loads /boot/vmlinuz and /boot/initrd.img from the slot's ext4
   # (hard links: U-Boot's ext4 reader needs no symlink support for them).
   kv=$(cd "$R/boot" && find . -maxdepth 1 -name 'vmlinuz-*' | sed 's|^./vmlinuz-||' | sort -V | tail -n1)
-  [ -n "$kv" ] && [ -f "$R/boot/initrd.img-$kv" ] || die "no kernel and initrd in $R/boot"
+  if [ -z "$kv" ] || [ ! -f "$R/boot/initrd.img-$kv" ]; then die "no kernel and initrd in $R/boot"; fi
   ln -f "$R/boot/vmlinuz-$kv" "$R/boot/vmlinuz"
   ln -f "$R/boot/initrd.img-$kv" "$R/boot/initrd.img"
 }

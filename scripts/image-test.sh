@@ -71,6 +71,7 @@ echo "# image: $(du -m --apparent-size "$IMG" | cut -f1) MiB raw, $(du -m "$ZST"
 # ------------------------------------------------------------------ update bundles, from the image's root tree
 T=$(mktemp -d /tmp/shadowgate-image-test.XXXXXX)
 VERSION=$(node -p 'require("./package.json").version')
+# shellcheck disable=SC2016 # JavaScript / a remote shell's expansions, not this shell's
 NEXT=$(node -p 'const [a, b, c] = process.argv[1].split(/[.-]/); `${a}.${b}.${Number(c) + 1}`' "$VERSION")
 BROKEN=$NEXT-broken
 t0=$SECONDS
@@ -253,6 +254,7 @@ ab_wait() {
   printf '%s' "$st"; return 1
 }
 # The running system as the card sees it: slot, gateway version, /etc/shadowgate-image's version, boot state.
+# shellcheck disable=SC2016 # JavaScript / a remote shell's expansions, not this shell's
 ab_where() { ssh_vm 'echo "$(sed -n "s/.*rauc\.slot=\([AB]\).*/\1/p" /proc/cmdline) $(node -p "require(\"/opt/shadowgate/package.json\").version") $(cut -d" " -f2 /etc/shadowgate-image) $(fw_printenv -n BOOT_ORDER | tr -d " ")/$(fw_printenv -n BOOT_A_LEFT)/$(fw_printenv -n BOOT_B_LEFT)"'; }
 # Sectors written to the inactive slot B so far (the kernel's counter; nothing may move it for a refused bundle).
 slot_b_written() { ssh_vm "awk '{ print \$7 }' /sys/class/block/\$(basename \$(readlink -f /dev/disk/by-partuuid/5347ab01-03))/stat"; }
@@ -394,6 +396,7 @@ for k in $(seq 2 $((1 + ${SHADOWGATE_IMAGE_CUTS:-1}))); do
     ab_request "$T/next.raucb"
     st=$(ab_wait installing 300)
     sleep $((RANDOM % 10))
+# shellcheck disable=SC2016 # JavaScript / a remote shell's expansions, not this shell's
     say "power cut $k at a random moment of an install ($(ab_status | node -p 'const s = JSON.parse(require("fs").readFileSync(0, "utf8")); `${s.state} ${s.progress}%`' 2>/dev/null))"
   else
     sleep $((RANDOM % 8 + 1))

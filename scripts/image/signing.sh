@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Sourced by scripts/build-image.sh and scripts/build-bundle.sh: sets SIGN_KEY and SIGN_CERT, the key pair
 # that signs update bundles (the image trusts SIGN_CERT as its RAUC keyring). Production builds name
 # their own pair with SHADOWGATE_SIGNING_KEY and SHADOWGATE_SIGNING_CERT (both PEM files, kept outside the
@@ -6,7 +7,7 @@
 if [ -n "${SHADOWGATE_SIGNING_KEY:-}${SHADOWGATE_SIGNING_CERT:-}" ]; then
   SIGN_KEY=${SHADOWGATE_SIGNING_KEY:?SHADOWGATE_SIGNING_CERT is set but SHADOWGATE_SIGNING_KEY is not}
   SIGN_CERT=${SHADOWGATE_SIGNING_CERT:?SHADOWGATE_SIGNING_KEY is set but SHADOWGATE_SIGNING_CERT is not}
-  [ -r "$SIGN_KEY" ] && [ -r "$SIGN_CERT" ] || { echo "signing: cannot read $SIGN_KEY or $SIGN_CERT" >&2; exit 1; }
+  if [ ! -r "$SIGN_KEY" ] || [ ! -r "$SIGN_CERT" ]; then echo "signing: cannot read $SIGN_KEY or $SIGN_CERT" >&2; exit 1; fi
 else
   SIGN_KEY=$PWD/build/keys/development.key.pem
   SIGN_CERT=$PWD/build/keys/development.cert.pem

@@ -50,8 +50,8 @@ test('shellcheck finds nothing in the shell scripts', async () => {
     return;
   }
   // Every shell script we ship or build with, the image's own helpers included.
-  const scripts = ['scripts/install.sh', 'scripts/dist.sh', 'scripts/build-image.sh', 'scripts/image-test.sh',
-    'scripts/image/host-deps.sh', 'scripts/image/base/etc/initramfs-tools/hooks/shadowgate-growdata',
+  const scripts = ['scripts/install.sh', 'scripts/dist.sh', 'scripts/build-image.sh', 'scripts/image-test.sh', 'scripts/build-bundle.sh',
+    'scripts/image/host-deps.sh', 'scripts/image/signing.sh', 'scripts/image/base/etc/initramfs-tools/hooks/shadowgate-growdata',
     'scripts/image/base/etc/initramfs-tools/scripts/local-premount/shadowgate-growdata', ...(await readdir('scripts/image/rootfs/usr/lib/shadowgate')).map((f) => `scripts/image/rootfs/usr/lib/shadowgate/${f}`)];
   assert.ok(scripts.length >= 9, scripts.join(' '));
   const r = await run(shellcheck, ['-x', ...scripts]);
