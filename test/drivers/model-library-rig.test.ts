@@ -18,7 +18,7 @@ import M from 'modbus-serial';
 import { readModelLibrary } from '../../src/config/models.js';
 import { call } from '../helpers/http.js';
 import { DeviceRig, describeImages, deviceRigConfig, deviceSpec, startDeviceGateway, type DeviceGateway, type DeviceImage, type ExpectedPoint } from '../helpers/device-rig.js';
-import { mbpollAvailable, rigUnavailable } from './modbus-rig.js';
+import { mbpollAvailable, rigUnavailable, waitFor } from './modbus-rig.js';
 
 const ModbusRTU = M.default; // the d.ts is CJS with `export default` (notes: packages.md §3)
 
@@ -255,6 +255,8 @@ rtu('an over-limit request over RTU gets exception 3 from the SDM630 image, and 
     assert.is(await exceptionOf(() => client.readInputRegisters(0, 60)), null, 'SDM630: 60 registers');
     client.setID(2);
     assert.is(await exceptionOf(() => client.readInputRegisters(0, 51)), 3, 'EM111: 51 registers');
+    // The slave logs a refusal on its output, which may reach us after the exception did (a loaded machine).
+    await waitFor('both refusals logged', () => own.refusals().length >= 2, 5000);
     assert.equal(own.refusals().map((e) => [e.unit, e.fc, e.address, e.count, e.code]), [[1, 4, 0, 76, 3], [2, 4, 0, 51, 3]]);
   } finally {
     if (client.isOpen) await new Promise<void>((r) => client.close(() => r()));
