@@ -4,18 +4,17 @@
  * trying with backoff; once the pty pair appears (socat started after the gateway) the pymodbus master on
  * its other end is answered. And one whose port goes away while served (socat stopped) and comes back.
  * Meanwhile GET /api/v1/health/shadow (real HTTP) says "degraded", naming the server, its port and why,
- * and "healthy" again once the port is open.
+ * and "healthy" again once the port is open. The gateway runs as its own process, as in the field: in the
+ * test runner's process, ports and pollers of hundreds of earlier tests share its event loop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { validateConfig } from '../../src/config/load.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/util/logger.js';
+import { cli, exited, waitReady } from '../helpers/spawn.js';
 import { kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
 import { RtuMaster } from '../helpers/rtu-master.js';
 
@@ -24,6 +23,8 @@ if (why) console.log(`SKIP: persona late port test: ${why}`);
 
 interface SlaveStats { open: boolean; error: string | null; reopened: number; lost: number; answered: number }
 interface Down { server: string; transport: string; port: string; reason: string }
+/** The gateway process of a run: its HTTP port, and how to stop it. */
+interface Gateway { httpPort: number; stop(): Promise<void> }
 interface Health { status: string; checks: { modbusServers: Record<string, SlaveStats>; servers: { ok: boolean; down: Down[] } } }
 
 async function serverUp(gw: Gateway): Promise<string | undefined> {
@@ -55,7 +56,7 @@ const pair = (consumer: string, slavePort: string): ChildProcess =>
 
 function gatewayConfig(dir: string, slavePort: string): Record<string, unknown> {
   return {
-    gateway: { id: 'persona-late', data_dir: dir, log_level: 'silent' },
+    gateway: { id: 'persona-late', data_dir: path.join(dir, 'data'), log_level: 'info' },
     http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
     buses: [{ id: 'sim', driver: 'simulator' }],
     models: { source: { points: [{ name: 'power', type: 'float', access: 'R', sim: { fn: 'constant', value: 1234.5 } }] } },
@@ -98,8 +99,20 @@ async function plug(run: Run): Promise<void> {
 }
 
 async function startRun(run: Run): Promise<Gateway> {
-  const raw = gatewayConfig(run.dir, run.slavePort);
-  run.gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
+  const file = path.join(run.dir, 'config.json');
+  await writeFile(file, JSON.stringify(gatewayConfig(run.dir, run.slavePort)));
+  const child = cli(['run', '--config', file]);
+  const httpPort = await waitReady(child);
+  // Its log is not read after "ready": keep the pipes flowing so the process never blocks on them.
+  child.stdout!.resume();
+  child.stderr!.resume();
+  run.gw = {
+    httpPort,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited(child).catch(() => child.kill('SIGKILL'));
+    },
+  };
   return run.gw;
 }
 
