@@ -83,13 +83,15 @@ sed -n 's/^\[build-bundle[^]]*\] /# /p' "$T/bundle.log"
 # Version N+1: the same tree with the next version in the gateway's package.json and /etc/shadowgate-image.
 # The broken one: a gateway whose `run` exits at once (boot-config and SSH still work on it).
 cp -a build/image/rootfs "$T/root"
-node -e 'const f = process.argv[1], p = JSON.parse(require("fs").readFileSync(f)); p.version = process.argv[2]; require("fs").writeFileSync(f, JSON.stringify(p, null, 2))' \
-  "$T/root/opt/shadowgate/package.json" "$NEXT"
-sed -i "s/^shadowgate [^ ]*/shadowgate $NEXT/" "$T/root/etc/shadowgate-image"
+# set_version V: the tree in $T/root says it is version V (the gateway's package.json and /etc/shadowgate-image).
+set_version() {
+  node -e 'const f = process.argv[1], p = JSON.parse(require("fs").readFileSync(f)); p.version = process.argv[2]; require("fs").writeFileSync(f, JSON.stringify(p, null, 2))' \
+    "$T/root/opt/shadowgate/package.json" "$1"
+  sed -i "s/^shadowgate [^ ]*/shadowgate $1/" "$T/root/etc/shadowgate-image"
+}
+set_version "$NEXT"
 bash scripts/build-bundle.sh --root "$T/root" --out "$T/next.raucb" 2>&1 | sed 's/^\[build-bundle[^]]*\] /# /'
-node -e 'const f = process.argv[1], p = JSON.parse(require("fs").readFileSync(f)); p.version = process.argv[2]; require("fs").writeFileSync(f, JSON.stringify(p, null, 2))' \
-  "$T/root/opt/shadowgate/package.json" "$BROKEN"
-sed -i "s/^shadowgate [^ ]*/shadowgate $BROKEN/" "$T/root/etc/shadowgate-image"
+set_version "$BROKEN"
 sed -i '2i if (process.argv[2] === "run") { console.error("a broken build made by the image test"); process.exit(1); }' "$T/root/opt/shadowgate/shadowgate.mjs"
 bash scripts/build-bundle.sh --root "$T/root" --out "$T/broken.raucb" 2>&1 | sed 's/^\[build-bundle[^]]*\] /# /'
 rm -rf "$T/root"
