@@ -21,8 +21,12 @@ export const UPDATE_FILES = {
 export const UPDATE_STATES = ['idle', 'checking', 'installing', 'rebooting', 'trial', 'good', 'failed', 'refused'] as const;
 export type UpdateState = (typeof UPDATE_STATES)[number] | 'unknown';
 
-/** While the root side works on a bundle, another is refused. */
-export const BUSY_STATES: readonly UpdateState[] = ['checking', 'installing', 'rebooting'];
+/**
+ * While the root side works on a bundle, another is refused. A trial counts: an install then would overwrite
+ * the slot the trial falls back to (the root side would drop it with only a log line; refused here, the user
+ * sees why).
+ */
+export const BUSY_STATES: readonly UpdateState[] = ['checking', 'installing', 'rebooting', 'trial'];
 /** Where `shadowgate update` stops following: the install is over, one way or the other. */
 export const FINAL_STATES: readonly UpdateState[] = ['rebooting', 'refused', 'failed', 'good'];
 

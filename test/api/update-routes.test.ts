@@ -85,6 +85,11 @@ test('a bundle is streamed to update/bundle.raucb and request.json says its size
     const busy = await post(api, bundle(1024));
     assert.is(busy.status, 409);
     assert.match(busy.body.errorMsg, /an update is in progress \(installing 42%\)/);
+    // On trial, an install would overwrite the slot the trial falls back to.
+    await writeStatus({ state: 'trial', message: 'booted 1.2.3 for a trial', updated_at: new Date(Date.now() + 2000).toISOString(), booted_slot: 'B', slot: 'B', to_version: '1.2.3' });
+    const onTrial = await post(api, bundle(1024));
+    assert.is(onTrial.status, 409);
+    assert.match(onTrial.body.errorMsg, /an update is in progress \(trial\)/);
   });
 });
 
