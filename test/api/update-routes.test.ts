@@ -6,8 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -16,6 +15,7 @@ import { createUpdates } from '../../src/runtime/update-service.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { waitFor } from '../helpers/http.js';
 import { tmpfsUnavailable, withTmpfs } from '../helpers/tmpfs.js';
+import { fakeBundle, updateSandbox } from '../helpers/update-sandbox.js';
 import { call, get, withApi, type TestApi } from './helpers.js';
 
 let dir = '';
@@ -24,11 +24,7 @@ let systemConf = '';
 const TOKEN = 'update-token-0123456789';
 
 test.before.each(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'sg-update-'));
-  dataDir = path.join(dir, 'data');
-  systemConf = path.join(dir, 'system.conf');
-  await mkdir(dataDir);
-  await writeFile(systemConf, '[system]\ncompatible=shadowgate-test\n');
+  ({ dir, dataDir, systemConf } = await updateSandbox('sg-update-'));
 });
 test.after.each(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -37,7 +33,7 @@ test.after.each(async () => {
 const updates = () => createUpdates({ dataDir, systemConf, version: '9.8.7', clock: systemClock, log: silentLogger });
 const updateDir = () => path.join(dataDir, 'update');
 const listUpdateDir = () => readdir(updateDir()).catch(() => [] as string[]);
-const bundle = (size: number): Buffer => Buffer.concat([Buffer.from('hsqs', 'latin1'), randomBytes(size - 4)]);
+const bundle = fakeBundle;
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const auth = { authorization: `Bearer ${TOKEN}` };
 

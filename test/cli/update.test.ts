@@ -4,14 +4,14 @@
  * stand-in does what the contract asks of it: waits for request.json, deletes it, checks the bundle's size
  * and sha256, and writes status.json (temp file + rename) through its states.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { waitFor } from '../helpers/http.js';
 import { killAll, runCli } from '../helpers/spawn.js';
+import { fakeBundle, updateSandbox } from '../helpers/update-sandbox.js';
 
 let dir = '';
 let dataDir = '';
@@ -19,12 +19,9 @@ let configFile = '';
 let systemConf = '';
 
 test.before.each(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'sg-update-cli-'));
-  dataDir = path.join(dir, 'data');
+  ({ dir, dataDir, systemConf } = await updateSandbox('sg-update-cli-'));
   configFile = path.join(dir, 'config.json');
-  systemConf = path.join(dir, 'system.conf');
   await writeFile(configFile, JSON.stringify({ gateway: { id: 'cli', data_dir: dataDir }, buses: [] }));
-  await writeFile(systemConf, '[system]\ncompatible=shadowgate-test\n');
 });
 test.after.each(async () => {
   killAll();
@@ -35,7 +32,7 @@ const updateDir = () => path.join(dataDir, 'update');
 const env = () => ({ SHADOWGATE_RAUC_SYSTEM_CONF: systemConf, SHADOWGATE_DATA_DIR: '' });
 
 async function bundleFile(size: number): Promise<{ file: string; sha256: string }> {
-  const data = Buffer.concat([Buffer.from('hsqs', 'latin1'), randomBytes(size - 4)]);
+  const data = fakeBundle(size);
   const file = path.join(dir, 'next.raucb');
   await writeFile(file, data);
   return { file, sha256: createHash('sha256').update(data).digest('hex') };
