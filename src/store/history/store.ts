@@ -6,7 +6,7 @@
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AggFunction, TimedValue } from './buckets.js';
-import { compactLog, type SealScratch } from './compact.js';
+import { sealLog, type SealScratch } from './compact.js';
 import { FlushBlocks } from './flush-blocks.js';
 import { clampText, emptySamples } from './format.js';
 import { type Snapshot, aggregate, readRaw } from './reader.js';
@@ -306,7 +306,7 @@ class FileHistoryStore implements HistoryStore {
   private async seal(seg: LogSegment): Promise<void> {
     const out = join(this.opts.dir, fileName(seg.seq, 'seg'));
     try {
-      const wrote = await compactLog(seg.path, out, (id) => this.registry.isLive(id), this.sealScratch);
+      const wrote = await sealLog(seg.path, seg.bytes, out, (id) => this.registry.isLive(id), this.sealScratch);
       const sealed = wrote ? await SealedSegment.load(seg.seq, out) : null;
       if (wrote && !sealed) throw new Error('sealed segment failed verification');
       const i = this.sealed.indexOf(seg);
@@ -318,7 +318,6 @@ class FileHistoryStore implements HistoryStore {
       // failure not until restart.
       if (noSpace(err)) this.sealRetryAt = this.opts.clock.now() + NO_SPACE_RETRY;
       else this.failedSeals.add(seg.seq);
-      await rm(`${out}.tmp`, { force: true }).catch(() => {});
       this.log.error({ err, file: seg.path }, noSpace(err) ? 'history: sealing failed, disk full; retried when space is back' : 'history: sealing failed');
     }
   }
