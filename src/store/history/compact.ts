@@ -38,17 +38,17 @@ import { TurnBudget } from '../../util/turn-budget.js';
 export const ROLLUP_MIN_SAMPLES = 64;
 
 /**
- * Seals the log at `logPath` whose whole blocks end at `dataEnd`, renaming it to `outPath`. Returns false when
- * the log held no live series (nothing is written; the caller removes the log).
+ * Seals the log at `logPath` whose whole blocks end at `dataEnd`, renaming it to `outPath`. Returns the bytes
+ * it appended; 0 when the log held no live series (nothing is written; the caller removes the log).
  */
 export async function sealLog(logPath: string, dataEnd: number, outPath: string, isLive: (series: number) => boolean,
-  scratch: SealScratch = { buf: null }): Promise<boolean> {
+  scratch: SealScratch = { buf: null }): Promise<number> {
   const fh = await open(logPath, 'r+');
   let renamed = false;
   try {
     const log = await readLog(fh, dataEnd, scratch);
     const tail = await buildTail(log, isLive, scratch);
-    if (!tail) return false;
+    if (!tail) return 0;
     try {
       // A seal that failed earlier (a full disk) may have left part of a tail: the new one replaces it.
       await fh.truncate(log.length);
@@ -62,7 +62,7 @@ export async function sealLog(logPath: string, dataEnd: number, outPath: string,
     await rename(logPath, outPath);
     renamed = true;
     await syncDir(dirname(outPath));
-    return true;
+    return tail.length;
   } finally {
     if (!renamed) await fh.close().catch(() => {});
   }

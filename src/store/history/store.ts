@@ -58,7 +58,7 @@ class FileHistoryStore implements HistoryStore {
   private lastError: string | null = null;
   /** Clock time before which seals that failed with a full disk are not retried (0: retry now). */
   private sealRetryAt = 0;
-  private counts = { dropped: 0, recorded: 0, flushes: 0, compactions: 0, truncated: 0 };
+  private counts = { dropped: 0, recorded: 0, flushes: 0, compactions: 0, truncated: 0, written: 0 };
 
   constructor(private readonly opts: HistoryOptions, private readonly registry: SeriesRegistry) {
     this.log = opts.log;
@@ -157,6 +157,7 @@ class FileHistoryStore implements HistoryStore {
       flushes: this.counts.flushes,
       compactions: this.counts.compactions,
       truncatedBytes: this.counts.truncated,
+      writtenBytes: this.counts.written,
       oldestTs: oldest,
       lastError: this.lastError,
     };
@@ -252,6 +253,7 @@ class FileHistoryStore implements HistoryStore {
       seg.addBlock(blocks.series[i]!, blocks.kind[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
     }
     seg.bytes = pos + data.length;
+    this.counts.written += data.length;
     this.pending = null;
     this.counts.flushes++;
     this.sealRetryAt = 0; // space is there again
@@ -307,6 +309,7 @@ class FileHistoryStore implements HistoryStore {
     const out = join(this.opts.dir, fileName(seg.seq, 'seg'));
     try {
       const wrote = await sealLog(seg.path, seg.bytes, out, (id) => this.registry.isLive(id), this.sealScratch);
+      this.counts.written += wrote;
       const sealed = wrote ? await SealedSegment.load(seg.seq, out) : null;
       if (wrote && !sealed) throw new Error('sealed segment failed verification');
       const i = this.sealed.indexOf(seg);
