@@ -23,7 +23,7 @@ import { crc32 } from 'node:zlib';
 import { BlockWriter } from './block-writer.js';
 import {
   HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, blockMaxTs, checkBlock,
-  decodeSamples, emptySamples, parseHeader, type Samples,
+  decodeSamples, emptySamples, isSampleKind, parseHeader, sampleKind, type Samples,
 } from './format.js';
 import { FOOTER_ENTRY, FOOT_MAGIC_V2, SEAL_MAGIC, TRAILER_V2 } from './segment.js';
 import { writeAt } from './scan.js';
@@ -78,7 +78,7 @@ async function buildTail(log: Buffer, isLive: (series: number) => boolean, scrat
     if (blocks % 1024 === 0) await budget.maybeYield();
     const meta = parseHeader(log, pos);
     if (!meta || pos + HEADER_BYTES + meta.payloadLen > log.length || !checkBlock(log, pos, meta)) break;
-    if (isLive(meta.series) && (meta.kind === KIND_NUM || meta.kind === KIND_STR)) index.push(pos, meta.series, meta.kind);
+    if (isLive(meta.series) && isSampleKind(meta.kind)) index.push(pos, meta.series, sampleKind(meta.kind));
     pos += HEADER_BYTES + meta.payloadLen;
   }
   if (!index.n) return null;

@@ -12,6 +12,7 @@ import { crc32 } from 'node:zlib';
 import type { BlockEntry } from './block-writer.js';
 import {
   HEADER_BYTES, KIND_NUM, KIND_STR, NUM_RECORD, ROLLUP_FIELDS, type Samples, checkBlock, decodeSamples, parseHeader,
+  sampleKind,
 } from './format.js';
 import { readAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
@@ -180,7 +181,7 @@ export class SealedSegment extends SegmentBase {
       for (const i of entries) {
         const visit = (buf: Buffer, off: number): void => {
           const meta = parseHeader(buf, off);
-          if (meta && meta.series === series && meta.kind === this.kind[i] && checkBlock(buf, off, meta)) {
+          if (meta && meta.series === series && sampleKind(meta.kind) === this.kind[i] && checkBlock(buf, off, meta)) {
             decodeSamples(buf, off, meta, start, endEx, out);
           }
         };
