@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sealLog, type SealScratch } from '../../src/store/history/compact.js';
 import { FlushBlocks } from '../../src/store/history/flush-blocks.js';
-import { KIND_HOUR, KIND_MINUTE, emptySamples } from '../../src/store/history/format.js';
+import { KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_NUM16, emptySamples } from '../../src/store/history/format.js';
 import { SampleBuffer } from '../../src/store/history/sample-buffer.js';
 import { SEAL_MAGIC, SealedSegment } from '../../src/store/history/segment.js';
 import { FakeClock, open, withDir, within } from './history-helpers.js';
@@ -70,6 +70,23 @@ test('in place: the log\'s bytes are the segment\'s first bytes; the seal adds a
   // 30 samples a series: too few for rollups. 8 (magic) + 4 per block + 40 per series + 32 (trailer).
   assert.is(seg.length - size, 8 + 4 * series * flushes + 40 * series + 32);
   assert.equal(await valuesOf(join(dir, '1.seg'), 123), Array.from({ length: flushes }, (_, f) => 123_000 + f));
+})));
+
+test('a series with blocks of both record widths is one numeric series to the sealed segment', () => within(withDir(async (dir) => {
+  const blocks = new FlushBlocks();
+  const parts: Buffer[] = [];
+  const t = 1_000_000;
+  for (const times of [[t, t + 100], [t + 1000, t + 100_000]]) { // 10-byte records, then a span too wide for u16
+    const buf = new SampleBuffer(4);
+    for (const ts of times) buf.push(1, ts, ts - t);
+    await blocks.build(buf, () => true);
+    parts.push(Buffer.from(blocks.data));
+  }
+  const log = Buffer.concat(parts);
+  await writeFile(join(dir, '1.log'), log);
+  assert.ok(log[1] === KIND_NUM16 && log[parts[0]!.length + 1] === KIND_NUM, 'one block of each width');
+  assert.ok(await sealLog(join(dir, '1.log'), log.length, join(dir, '1.seg'), () => true));
+  assert.equal(await valuesOf(join(dir, '1.seg'), 1), [0, 100, 1000, 100_000]);
 })));
 
 test('rollups only where they pay: 1 Hz gets hour rollups, not minute ones; 10 Hz both; aggregates equal the raw ones', () =>
