@@ -112,22 +112,14 @@ export const sampleKind = (kind: number): number => (kind === KIND_NUM16 ? KIND_
 /** Appends the samples of a sample block (isSampleKind) whose time lies in [start, endEx). */
 export function decodeSamples(buf: Buffer, off: number, meta: BlockMeta, start: number, endEx: number, out: Samples): void {
   let p = off + HEADER_BYTES;
-  if (meta.kind === KIND_NUM16) {
-    for (let i = 0; i < meta.count; i++, p += NUM16_RECORD) {
-      const ts = meta.baseTs + buf.readUInt16LE(p);
+  if (meta.kind === KIND_NUM || meta.kind === KIND_NUM16) {
+    const wide = meta.kind === KIND_NUM;
+    const rec = wide ? NUM_RECORD : NUM16_RECORD;
+    for (let i = 0; i < meta.count; i++, p += rec) {
+      const ts = meta.baseTs + (wide ? buf.readUInt32LE(p) : buf.readUInt16LE(p));
       if (ts >= start && ts < endEx) {
         out.ts.push(ts);
-        out.val.push(buf.readDoubleLE(p + 2));
-      }
-    }
-    return;
-  }
-  if (meta.kind === KIND_NUM) {
-    for (let i = 0; i < meta.count; i++, p += NUM_RECORD) {
-      const ts = meta.baseTs + buf.readUInt32LE(p);
-      if (ts >= start && ts < endEx) {
-        out.ts.push(ts);
-        out.val.push(buf.readDoubleLE(p + 4));
+        out.val.push(buf.readDoubleLE(p + rec - 8)); // the value follows the time offset
       }
     }
     return;
