@@ -280,7 +280,7 @@ class FileHistoryStore implements HistoryStore {
     const horizon = now - this.opts.retention;
     await this.maybeRoll(now);
     for (const seg of [...this.sealed]) if (seg.maxTs < horizon) await this.retire(seg);
-    // Keep one segment of room free: a seal's tail (a tenth of its log at most) is written before the next check.
+    // Keep one segment of room free: a seal appends its tail (lists, rollups, directory) before the next check.
     const budget = this.opts.maxDisk - this.segmentBytes;
     while (this.diskBytes() > budget && this.sealed.length) {
       const oldest = this.sealed[0]!;
