@@ -67,8 +67,8 @@ test('in place: the log\'s bytes are the segment\'s first bytes; the seal adds a
   const seg = await readFile(join(dir, '1.seg'));
   assert.ok(seg.subarray(0, size).equals(log), 'the blocks were not rewritten');
   assert.ok(seg.subarray(size, size + SEAL_MAGIC.length).equals(SEAL_MAGIC));
-  // 30 samples a series: too few for rollups. 8 (magic) + 4 per block + 40 per series + 32 (trailer).
-  assert.is(seg.length - size, 8 + 4 * series * flushes + 40 * series + 32);
+  // 30 samples a series: too few for rollups. 8 (magic) + 4 per block + 20 per series + 48 (trailer).
+  assert.is(seg.length - size, 8 + 4 * series * flushes + 20 * series + 48);
   assert.equal(await valuesOf(join(dir, '1.seg'), 123), Array.from({ length: flushes }, (_, f) => 123_000 + f));
 })));
 

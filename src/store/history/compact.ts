@@ -7,8 +7,9 @@
  * - block lists: per (series, kind), the u32 file offsets of its blocks in write order;
  * - rollup blocks: per-minute and per-hour rollups of a numeric series, written only where a level holds at
  *   least ROLLUP_MIN_SAMPLES samples per record (elsewhere reading the raw samples is about as cheap);
- * - directory: FOOTER_ENTRY bytes per (series, kind) — a list's or a rollup block's place, sample count, time span;
- * - trailer (TRAILER_V2): where the data ends and the directory starts, entry count, CRC, FOOT_MAGIC_V2.
+ * - directory: DIR_ENTRY bytes per (series, kind) — a list's or a rollup block's place and its sample count;
+ * - trailer (TRAILER_V2): where the data ends and the directory starts, the segment's time span, entry count,
+ *   CRC, FOOT_MAGIC_V2.
  *
  * Rewriting the log grouped by series (the first format) wrote every sample twice; this writes each once.
  * Crash safety: the tail is appended to `<seq>.log`, fsynced, then the file is renamed `<seq>.seg` and the
@@ -25,7 +26,7 @@ import {
   HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, blockMaxTs, checkBlock,
   decodeSamples, emptySamples, isSampleKind, parseHeader, sampleKind, type Samples,
 } from './format.js';
-import { FOOTER_ENTRY, FOOT_MAGIC_V2, SEAL_MAGIC, TRAILER_V2 } from './segment.js';
+import { DIR_ENTRY, FOOT_MAGIC_V2, SEAL_MAGIC, TRAILER_V2 } from './segment.js';
 import { writeAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
@@ -93,7 +94,9 @@ async function buildTail(log: Buffer, isLive: (series: number) => boolean, scrat
   const lists = Buffer.allocUnsafe(4 * index.n);
   const rollupsAt = listsAt + lists.length;
   const rolls = new BlockWriter();
-  const dir = new FooterBytes();
+  const dir = new DirectoryBytes();
+  let segMin = Infinity;
+  let segMax = -Infinity;
   for (let r = 0; r < order.length;) {
     const s = series[order[r]!]!;
     const kind = kinds[order[r]!]!;
@@ -110,7 +113,9 @@ async function buildTail(log: Buffer, isLive: (series: number) => boolean, scrat
       const last = blockMaxTs(log, off, meta);
       if (last > maxTs) maxTs = last;
     }
-    dir.add(s, kind, listsAt + 4 * first, 4 * (r - first), count, minTs, maxTs);
+    dir.add(s, kind, listsAt + 4 * first, 4 * (r - first), count);
+    segMin = Math.min(segMin, minTs);
+    segMax = Math.max(segMax, maxTs);
     if (kind === KIND_NUM && count >= ROLLUP_MIN_SAMPLES) {
       const samples = emptySamples();
       for (let j = first; j < r; j++) {
@@ -123,7 +128,7 @@ async function buildTail(log: Buffer, isLive: (series: number) => boolean, scrat
         if (count < ROLLUP_MIN_SAMPLES * (recs.length / ROLLUP_FIELDS)) continue;
         rolls.addRollups(level, s, recs);
         const e = rolls.entries.pop()!;
-        dir.add(s, level, rollupsAt + e.offset, e.len, e.count, e.minTs, e.maxTs);
+        dir.add(s, level, rollupsAt + e.offset, e.len, e.count);
       }
     }
     await budget.maybeYield();
@@ -133,9 +138,11 @@ async function buildTail(log: Buffer, isLive: (series: number) => boolean, scrat
   const trailer = Buffer.alloc(TRAILER_V2);
   trailer.writeDoubleLE(log.length, 0);
   trailer.writeDoubleLE(rollupsAt + rollBytes.length, 8);
-  trailer.writeUInt32LE(dir.count, 16);
-  trailer.writeUInt32LE(crc32(trailer.subarray(0, 20), crc32(directory)), 20);
-  FOOT_MAGIC_V2.copy(trailer, 24);
+  trailer.writeDoubleLE(segMin, 16);
+  trailer.writeDoubleLE(segMax, 24);
+  trailer.writeUInt32LE(dir.count, 32);
+  trailer.writeUInt32LE(crc32(trailer.subarray(0, 36), crc32(directory)), 36);
+  FOOT_MAGIC_V2.copy(trailer, 40);
   return Buffer.concat([SEAL_MAGIC, lists, rollBytes, directory, trailer]);
 }
 
@@ -172,31 +179,29 @@ class BlockIndex {
   }
 }
 
-/** The footer's entries as bytes (FOOTER_ENTRY each, layout in segment.ts), appended as blocks are written. */
-class FooterBytes {
+/** The directory's entries as bytes (DIR_ENTRY each, layout in segment.ts), in series order. */
+class DirectoryBytes {
   count = 0;
-  private buf = Buffer.allocUnsafe(64 * FOOTER_ENTRY);
+  private buf = Buffer.alloc(64 * DIR_ENTRY);
 
-  add(series: number, kind: number, offset: number, len: number, count: number, minTs: number, maxTs: number): void {
-    const p = this.count * FOOTER_ENTRY;
-    if (p + FOOTER_ENTRY > this.buf.length) {
-      const next = Buffer.allocUnsafe(this.buf.length * 2);
+  add(series: number, kind: number, offset: number, len: number, count: number): void {
+    const p = this.count * DIR_ENTRY;
+    if (p + DIR_ENTRY > this.buf.length) {
+      const next = Buffer.alloc(this.buf.length * 2);
       this.buf.copy(next, 0, 0, p);
       this.buf = next;
     }
     const b = this.buf;
     b.writeUInt32LE(series, p);
-    b.writeUInt32LE(kind, p + 4);
-    b.writeDoubleLE(offset, p + 8);
-    b.writeUInt32LE(len, p + 16);
-    b.writeUInt32LE(count, p + 20);
-    b.writeDoubleLE(minTs, p + 24);
-    b.writeDoubleLE(maxTs, p + 32);
+    b[p + 4] = kind;
+    b.writeUInt32LE(offset, p + 8);
+    b.writeUInt32LE(len, p + 12);
+    b.writeUInt32LE(count, p + 16);
     this.count++;
   }
 
   bytes(): Buffer {
-    return this.buf.subarray(0, this.count * FOOTER_ENTRY);
+    return this.buf.subarray(0, this.count * DIR_ENTRY);
   }
 }
 
