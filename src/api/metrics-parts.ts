@@ -80,6 +80,7 @@ const HISTORY: StatTable = {
   flushes: ['flushes', 'counter', 'Flushes of buffered samples to disk.'],
   compactions: ['compactions', 'counter', 'Compactions of history segments.'],
   truncatedBytes: ['truncated_bytes', 'counter', 'Bytes of damaged segment tails cut off at start-up.'],
+  writtenBytes: ['written_bytes', 'counter', 'Bytes the history wrote (flushed samples and seals).'],
   unsyncedRanges: ['unsynced_ranges', 'gauge', 'Time ranges written but not yet synced to disk.'],
 };
 

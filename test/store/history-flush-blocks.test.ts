@@ -6,7 +6,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { FlushBlocks } from '../../src/store/history/flush-blocks.js';
-import { HEADER_BYTES, checkBlock, decodeSamples, emptySamples, parseHeader } from '../../src/store/history/format.js';
+import {
+  HEADER_BYTES, KIND_NUM, KIND_NUM16, KIND_STR, NUM16_RECORD, NUM_RECORD, checkBlock, decodeSamples, emptySamples, parseHeader,
+} from '../../src/store/history/format.js';
 import { SampleBuffer } from '../../src/store/history/sample-buffer.js';
 import { TurnBudget } from '../../src/util/turn-budget.js';
 
@@ -38,9 +40,9 @@ test('blocks hold every live sample, per series and kind, in arrival order; dead
   await blocks.build(buf, (s) => s !== 9);
   const got = decodeAll(blocks.data);
   assert.equal(got, [
-    { series: 3, kind: 1, ts: [t0 + 30], val: [42] },
-    { series: 3, kind: 2, ts: [t0 + 10, t0 + 40], val: ['on', 'off'] },
-    { series: 7, kind: 1, ts: [t0 + 20, t0 + 5], val: [1.5, 2.5] },
+    { series: 3, kind: KIND_NUM16, ts: [t0 + 30], val: [42] },
+    { series: 3, kind: KIND_STR, ts: [t0 + 10, t0 + 40], val: ['on', 'off'] },
+    { series: 7, kind: KIND_NUM16, ts: [t0 + 20, t0 + 5], val: [1.5, 2.5] },
   ]);
   // The index columns name the same blocks, with their byte ranges and time spans.
   assert.is(blocks.count, 3);
@@ -49,6 +51,23 @@ test('blocks hold every live sample, per series and kind, in arrival order; dead
   assert.equal([...blocks.maxTs.subarray(0, 3)], [t0 + 30, t0 + 40, t0 + 20]);
   assert.is(blocks.offset[0]! + blocks.len[0]!, blocks.offset[1]);
   assert.is(blocks.offset[2]! + blocks.len[2]!, blocks.data.length);
+});
+
+test('numbers spanning up to 65,535 ms get 10-byte records (u16 offsets), a wider span 12-byte ones', async () => {
+  const buf = new SampleBuffer(8);
+  const t0 = 1_700_000_000_000;
+  buf.push(1, t0, 1.25);
+  buf.push(1, t0 + 65_535, -2);
+  buf.push(2, t0, 3);
+  buf.push(2, t0 + 65_536, 4);
+  const blocks = new FlushBlocks();
+  await blocks.build(buf, () => true);
+  assert.equal(decodeAll(blocks.data), [
+    { series: 1, kind: KIND_NUM16, ts: [t0, t0 + 65_535], val: [1.25, -2] },
+    { series: 2, kind: KIND_NUM, ts: [t0, t0 + 65_536], val: [3, 4] },
+  ]);
+  assert.equal([...blocks.len.subarray(0, 2)], [HEADER_BYTES + 2 * NUM16_RECORD, HEADER_BYTES + 2 * NUM_RECORD]);
+  assert.equal([...blocks.maxTs.subarray(0, 2)], [t0 + 65_535, t0 + 65_536]);
 });
 
 test('reused: a second, smaller build replaces the first; times ~60 days apart are split into two blocks', async () => {

@@ -156,4 +156,26 @@ test('memory is bounded: a full buffer drops and counts instead of growing; bad 
     }
   }));
 
+test('an early flush starts at three quarters of the buffer, not before: fewer flushes, fewer block headers', () =>
+  withDir(async (dir) => {
+    const clock = new FakeClock(T0);
+    const store = await open(dir, clock, { bufferSamples: 100 });
+    try {
+      for (let i = 0; i < 74; i++) store.record('d', 'p', T0 + i, i);
+      await within(store.flush());
+      assert.is(store.stats().flushes, 1);
+      for (let i = 0; i < 74; i++) store.record('d', 'p', T0 + 100 + i, i);
+      await new Promise((r) => setImmediate(r));
+      assert.is(store.stats().flushes, 1, '74 of 100: no early flush yet');
+      store.record('d', 'p', T0 + 200, 75);
+      await within(new Promise<void>((resolve) => {
+        const check = (): void => (store.stats().flushes === 2 ? resolve() : void setTimeout(check, 5));
+        check();
+      }));
+      assert.is(store.stats().bufferedSamples, 0, 'the 75th sample started it');
+    } finally {
+      await store.close();
+    }
+  }));
+
 test.run();

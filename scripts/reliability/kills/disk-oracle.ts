@@ -14,7 +14,7 @@ import { decodeGeneration } from '../../../src/store/snapshot-codec.js';
 import { readJournal } from '../../../src/store/shadow-journal.js';
 import { openShadowStore } from '../../../src/store/shadow-store.js';
 import { silentLogger } from '../../../src/util/logger.js';
-import { KIND_NUM, decodeSamples, emptySamples, type Samples } from '../../../src/store/history/format.js';
+import { KIND_NUM, decodeSamples, emptySamples, sampleKind, type Samples } from '../../../src/store/history/format.js';
 import { scanBlocks } from '../../../src/store/history/scan.js';
 import { SealedSegment } from '../../../src/store/history/segment.js';
 import { COUNTER, DEVICE, SETPOINT } from './config.js';
@@ -128,7 +128,7 @@ export async function historyOnDisk(dataDir: string, start: number, endEx: numbe
     const fh = await open(path.join(dir, `${s}.log`), 'r');
     try {
       await scanBlocks(fh, 0, (await fh.stat()).size, (buf, off, meta) => {
-        if (meta.series === id && meta.kind === KIND_NUM) decodeSamples(buf, off, meta, start, endEx, out);
+        if (meta.series === id && sampleKind(meta.kind) === KIND_NUM) decodeSamples(buf, off, meta, start, endEx, out);
       });
     } finally {
       await fh.close();

@@ -1,112 +1,149 @@
 /**
- * Seals a rolled log: rewrites it grouped by series (time-ordered), adds per-minute and per-hour
- * rollups and a footer index. Written to a temp file, fsynced, then renamed, so a crash leaves either
- * the old log or the whole sealed segment, never half of one. Series deleted meanwhile are dropped.
+ * Seals a rolled log in place. The blocks the flushes appended stay where they are and become the sealed
+ * segment's data; the seal appends only what queries need to find them and what saves them raw reads:
+ *
+ *   [log blocks][SEAL_MAGIC][block lists][rollup blocks][directory][trailer]
+ *
+ * - block lists: per (series, kind), the u32 file offsets of its blocks in write order;
+ * - rollup blocks: per-minute and per-hour rollups of a numeric series, written only where a level holds at
+ *   least ROLLUP_MIN_SAMPLES samples per record (elsewhere reading the raw samples is about as cheap);
+ * - directory: DIR_ENTRY bytes per (series, kind) — a list's or a rollup block's place and its sample count;
+ * - trailer (TRAILER_V2): where the data ends and the directory starts, the segment's time span, entry count,
+ *   CRC, FOOT_MAGIC_V2.
+ *
+ * Rewriting the log grouped by series (the first format) wrote every sample twice; this writes each once.
+ * Crash safety: the tail is appended to `<seq>.log`, fsynced, then the file is renamed `<seq>.seg` and the
+ * directory fsynced. A crash before the rename leaves the log with a partial tail, which the next start cuts
+ * back (recover.ts: a log never holds SEAL_MAGIC or rollup blocks); after it, the whole sealed segment.
+ * Series deleted before the seal are left out of the directory: their blocks stay in the file, unreachable,
+ * until the segment expires or is evicted by the disk cap.
  */
-import { open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlockWriter } from './block-writer.js';
-import { HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, checkBlock, decodeSamples, emptySamples, parseHeader, type Samples } from './format.js';
-import { FOOTER_ENTRY, FOOT_MAGIC, SEG_MAGIC, TRAILER } from './segment.js';
+import {
+  HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, blockMaxTs, checkBlock,
+  decodeSamples, emptySamples, isSampleKind, parseHeader, sampleKind, type Samples,
+} from './format.js';
+import { DIR_ENTRY, FOOT_MAGIC_V2, SEAL_MAGIC, TRAILER_V2 } from './segment.js';
 import { writeAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
-/** Returns false when the log held no live data (then nothing is written). */
-export async function compactLog(logPath: string, outPath: string, isLive: (series: number) => boolean,
-  scratch: SealScratch = { buf: null }): Promise<boolean> {
-  // The log is read whole (≤ segmentBytes) and only its blocks are indexed; each series' samples are decoded
-  // when that series is written. Decoding the whole log first (an object and arrays per series, then flat
-  // arrays of every sample) was a 30–100 MB heap spike at each seal of a 1,000 × 100 fleet (issue 16).
-  const src = await open(logPath, 'r');
-  let log: Buffer;
+/**
+ * A rollup level is written for a series when it holds at least this many samples per record: a record is
+ * 72 bytes, six samples' worth, so rollups then add at most ~10% to the raw bytes they summarize. A 1 Hz point
+ * gets hour rollups but no minute rollups (60 a minute): a minute-interval aggregate reads its samples raw.
+ */
+export const ROLLUP_MIN_SAMPLES = 64;
+
+/**
+ * Seals the log at `logPath` whose whole blocks end at `dataEnd`, renaming it to `outPath`. Returns the bytes
+ * it appended; 0 when the log held no live series (nothing is written; the caller removes the log).
+ */
+export async function sealLog(logPath: string, dataEnd: number, outPath: string, isLive: (series: number) => boolean,
+  scratch: SealScratch = { buf: null }): Promise<number> {
+  const fh = await open(logPath, 'r+');
+  let renamed = false;
   try {
-    log = await readLog(src, scratch);
+    const log = await readLog(fh, dataEnd, scratch);
+    const tail = await buildTail(log, isLive, scratch);
+    if (!tail) return 0;
+    try {
+      // A seal that failed earlier (a full disk) may have left part of a tail: the new one replaces it.
+      await fh.truncate(log.length);
+      await writeAt(fh, tail, log.length);
+      await fh.sync();
+    } catch (err) {
+      await fh.truncate(log.length).catch(() => {});
+      throw err;
+    }
+    await fh.close();
+    await rename(logPath, outPath);
+    renamed = true;
+    await syncDir(dirname(outPath));
+    return tail.length;
   } finally {
-    await src.close();
+    if (!renamed) await fh.close().catch(() => {});
   }
-  // Every loop below yields to the event loop every few ms (util/turn-budget.ts): a seal of an 8 MiB log is
-  // 0.2–0.5 s of work on a fast x86 core, more on a Pi, and it held the loop for 60–100 ms at a time between
-  // its writes (a bench of an 8.4 MiB fleet-F log; up to 170 ms in the soak's CPU profile).
+}
+
+/** The bytes appended after the log's blocks; null when no live series has a block in it. */
+async function buildTail(log: Buffer, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer | null> {
+  // Every loop yields to the event loop every few ms (util/turn-budget.ts): an 8 MiB log is ~700k samples.
   const budget = new TurnBudget();
   const index = scratch.index ?? (scratch.index = new BlockIndex());
   index.n = 0;
   for (let pos = 0, blocks = 0; pos + HEADER_BYTES <= log.length; blocks++) {
     if (blocks % 1024 === 0) await budget.maybeYield();
     const meta = parseHeader(log, pos);
-    if (!meta || pos + HEADER_BYTES + meta.payloadLen > log.length || !checkBlock(log, pos, meta)) break; // a torn tail
-    if (isLive(meta.series) && (meta.kind === KIND_NUM || meta.kind === KIND_STR)) index.push(pos, meta.series, meta.kind);
+    if (!meta || pos + HEADER_BYTES + meta.payloadLen > log.length || !checkBlock(log, pos, meta)) break;
+    if (isLive(meta.series) && isSampleKind(meta.kind)) index.push(pos, meta.series, sampleKind(meta.kind));
     pos += HEADER_BYTES + meta.payloadLen;
   }
-  if (!index.n) return false;
+  if (!index.n) return null;
   const offsets = index.offsets.subarray(0, index.n);
   const series = index.series.subarray(0, index.n);
   const kinds = index.kinds.subarray(0, index.n);
-  // Blocks grouped by (series, kind), in the order they were written.
+  // Blocks grouped by (series, kind), each group in write order (offsets ascend).
   const order = groupOrder(series, kinds, offsets);
   await budget.maybeYield();
-  // The footer is built as the blocks go out: an entry object per block kept to the end was ~30k objects
-  // living through the whole seal (promoted, then old-space garbage).
-  const foot = new FooterBytes();
-  const drain = (writer: BlockWriter): void => {
-    for (const e of writer.entries) foot.add(e.series, e.kind, SEG_MAGIC.length + e.offset, e.len, e.count, e.minTs, e.maxTs);
-    writer.entries.length = 0;
-  };
 
-  const tmp = `${outPath}.tmp`;
-  const out = await open(tmp, 'w');
-  try {
-    await writeAt(out, SEG_MAGIC, 0);
-    let pos = SEG_MAGIC.length;
-    const writer = new BlockWriter();
-    for (let r = 0; r < order.length;) {
-      const s = series[order[r]!]!;
-      const kind = kinds[order[r]!]!;
+  const listsAt = log.length + SEAL_MAGIC.length;
+  const lists = Buffer.allocUnsafe(4 * index.n);
+  const rollupsAt = listsAt + lists.length;
+  const rolls = new BlockWriter();
+  const dir = new DirectoryBytes();
+  let segMin = Infinity;
+  let segMax = -Infinity;
+  for (let r = 0; r < order.length;) {
+    const s = series[order[r]!]!;
+    const kind = kinds[order[r]!]!;
+    const first = r;
+    let count = 0;
+    let minTs = Infinity;
+    let maxTs = -Infinity;
+    for (; r < order.length && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
+      const off = offsets[order[r]!]!;
+      const meta = parseHeader(log, off)!;
+      lists.writeUInt32LE(off, 4 * r);
+      count += meta.count;
+      if (meta.baseTs < minTs) minTs = meta.baseTs;
+      const last = blockMaxTs(log, off, meta);
+      if (last > maxTs) maxTs = last;
+    }
+    dir.add(s, kind, listsAt + 4 * first, 4 * (r - first), count);
+    segMin = Math.min(segMin, minTs);
+    segMax = Math.max(segMax, maxTs);
+    if (kind === KIND_NUM && count >= ROLLUP_MIN_SAMPLES) {
       const samples = emptySamples();
-      for (; r < order.length && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
-        const off = offsets[order[r]!]!;
+      for (let j = first; j < r; j++) {
+        const off = offsets[order[j]!]!;
         decodeSamples(log, off, parseHeader(log, off)!, -Infinity, Infinity, samples);
       }
       const { ts, val } = sortByTime(samples);
-      if (kind === KIND_NUM) {
-        writer.addNum(s, ts, val as number[]);
-        writer.addRollups(KIND_MINUTE, s, rollups(ts, val as number[], MINUTE));
-        writer.addRollups(KIND_HOUR, s, rollups(ts, val as number[], HOUR));
-      } else {
-        writer.addStr(s, ts, val as string[]);
-      }
-      if (writer.pending >= 1024 * 1024) {
-        drain(writer);
-        const chunk = writer.take();
-        await writeAt(out, chunk, pos);
-        pos += chunk.length;
-      } else {
-        await budget.maybeYield();
+      for (const [size, level] of [[MINUTE, KIND_MINUTE], [HOUR, KIND_HOUR]] as const) {
+        const recs = rollups(ts, val as number[], size);
+        if (count < ROLLUP_MIN_SAMPLES * (recs.length / ROLLUP_FIELDS)) continue;
+        rolls.addRollups(level, s, recs);
+        const e = rolls.entries.pop()!;
+        dir.add(s, level, rollupsAt + e.offset, e.len, e.count);
       }
     }
-    drain(writer);
-    const rest = writer.take();
-    await writeAt(out, rest, pos);
-    pos += rest.length;
-
-    const footer = foot.bytes();
-    const trailer = Buffer.alloc(TRAILER);
-    trailer.writeDoubleLE(pos, 0);
-    trailer.writeUInt32LE(foot.count, 8);
-    trailer.writeUInt32LE(crc32(footer), 12);
-    FOOT_MAGIC.copy(trailer, 16);
-    await writeAt(out, Buffer.concat([footer, trailer]), pos);
-    await out.sync();
-  } catch (err) {
-    await out.close().catch(() => {});
-    await rm(tmp, { force: true });
-    throw err;
+    await budget.maybeYield();
   }
-  await out.close();
-  await rename(tmp, outPath);
-  await syncDir(dirname(outPath));
-  return true;
+  const rollBytes = rolls.take();
+  const directory = dir.bytes();
+  const trailer = Buffer.alloc(TRAILER_V2);
+  trailer.writeDoubleLE(log.length, 0);
+  trailer.writeDoubleLE(rollupsAt + rollBytes.length, 8);
+  trailer.writeDoubleLE(segMin, 16);
+  trailer.writeDoubleLE(segMax, 24);
+  trailer.writeUInt32LE(dir.count, 32);
+  trailer.writeUInt32LE(crc32(trailer.subarray(0, 36), crc32(directory)), 36);
+  FOOT_MAGIC_V2.copy(trailer, 40);
+  return Buffer.concat([SEAL_MAGIC, lists, rollBytes, directory, trailer]);
 }
 
 /**
@@ -142,36 +179,35 @@ class BlockIndex {
   }
 }
 
-/** The footer's entries as bytes (FOOTER_ENTRY each, layout in segment.ts), appended as blocks are written. */
-class FooterBytes {
+/** The directory's entries as bytes (DIR_ENTRY each, layout in segment.ts), in series order. */
+class DirectoryBytes {
   count = 0;
-  private buf = Buffer.allocUnsafe(64 * FOOTER_ENTRY);
+  private buf = Buffer.alloc(64 * DIR_ENTRY);
 
-  add(series: number, kind: number, offset: number, len: number, count: number, minTs: number, maxTs: number): void {
-    const p = this.count * FOOTER_ENTRY;
-    if (p + FOOTER_ENTRY > this.buf.length) {
-      const next = Buffer.allocUnsafe(this.buf.length * 2);
+  add(series: number, kind: number, offset: number, len: number, count: number): void {
+    const p = this.count * DIR_ENTRY;
+    if (p + DIR_ENTRY > this.buf.length) {
+      const next = Buffer.alloc(this.buf.length * 2);
       this.buf.copy(next, 0, 0, p);
       this.buf = next;
     }
     const b = this.buf;
     b.writeUInt32LE(series, p);
-    b.writeUInt32LE(kind, p + 4);
-    b.writeDoubleLE(offset, p + 8);
-    b.writeUInt32LE(len, p + 16);
-    b.writeUInt32LE(count, p + 20);
-    b.writeDoubleLE(minTs, p + 24);
-    b.writeDoubleLE(maxTs, p + 32);
+    b[p + 4] = kind;
+    b.writeUInt32LE(offset, p + 8);
+    b.writeUInt32LE(len, p + 12);
+    b.writeUInt32LE(count, p + 16);
     this.count++;
   }
 
   bytes(): Buffer {
-    return this.buf.subarray(0, this.count * FOOTER_ENTRY);
+    return this.buf.subarray(0, this.count * DIR_ENTRY);
   }
 }
 
-async function readLog(fh: FileHandle, scratch: SealScratch): Promise<Buffer> {
-  const size = (await fh.stat()).size;
+/** The log's bytes up to `dataEnd` (its whole blocks), read into the kept buffer. */
+async function readLog(fh: FileHandle, dataEnd: number, scratch: SealScratch): Promise<Buffer> {
+  const size = Math.min(dataEnd, (await fh.stat()).size);
   // A log may run a little past segmentBytes (it rolls after the flush that crosses it): room to spare.
   if (!scratch.buf || scratch.buf.length < size) scratch.buf = Buffer.allocUnsafe(size + (size >> 3));
   const buf = scratch.buf;

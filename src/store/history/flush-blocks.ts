@@ -9,7 +9,7 @@
  * the longest stretch 8 ms against 43 ms, and ~15 fewer scavenges per flush).
  */
 import { BlockWriter } from './block-writer.js';
-import { HEADER_BYTES, KIND_NUM, KIND_STR, MAX_DELTA, NUM_RECORD, sealHeader } from './format.js';
+import { HEADER_BYTES, KIND_NUM, KIND_NUM16, KIND_STR, MAX_DELTA, MAX_DELTA16, NUM16_RECORD, NUM_RECORD, sealHeader } from './format.js';
 import type { SampleBuffer } from './sample-buffer.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
@@ -95,20 +95,29 @@ export class FlushBlocks {
     else if (strs) this.strBlock(src, order, a, b, s, strs, sMin, sMax);
   }
 
+  /** Numeric samples, with u16 time offsets when the block spans at most MAX_DELTA16 ms (nearly always). */
   private numBlock(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, count: number, min: number, max: number): void {
-    const payload = count * NUM_RECORD;
+    const narrow = max - min <= MAX_DELTA16;
+    const kind = narrow ? KIND_NUM16 : KIND_NUM;
+    const payload = count * (narrow ? NUM16_RECORD : NUM_RECORD);
     const off = this.reserve(HEADER_BYTES + payload);
     const buf = this.buf;
     let p = off + HEADER_BYTES;
     for (let j = a; j < b; j++) {
       const i = order[j]!;
       if (src.text[i] !== undefined) continue;
-      buf.writeUInt32LE(src.ts[i]! - min, p);
-      buf.writeDoubleLE(src.num[i]!, p + 4);
-      p += NUM_RECORD;
+      if (narrow) {
+        buf.writeUInt16LE(src.ts[i]! - min, p);
+        buf.writeDoubleLE(src.num[i]!, p + 2);
+        p += NUM16_RECORD;
+      } else {
+        buf.writeUInt32LE(src.ts[i]! - min, p);
+        buf.writeDoubleLE(src.num[i]!, p + 4);
+        p += NUM_RECORD;
+      }
     }
-    sealHeader(buf, off, KIND_NUM, s, count, payload, min);
-    this.index(KIND_NUM, s, off, HEADER_BYTES + payload, min, max);
+    sealHeader(buf, off, kind, s, count, payload, min);
+    this.index(kind, s, off, HEADER_BYTES + payload, min, max);
   }
 
   private strBlock(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, count: number, min: number, max: number): void {

@@ -36,8 +36,11 @@ export async function aggregate(snap: Snapshot, series: number, fn: AggFunction,
   // days in a half-hour zone start at :30 UTC: hour rollups do not nest there, minute rollups do).
   const levels = [HOUR, MINUTE].filter((g) => buckets.alignedTo(g));
   for (const part of snap.segs) {
-    if (part.seg.type === 'sealed' && levels.length) {
-      await fromSealed(part.seg, series, levels, buckets);
+    const seg = part.seg;
+    // A segment has only the levels that paid for this series (compact.ts); with none, its samples are read raw.
+    const have = seg.type === 'sealed' ? levels.filter((g) => seg.hasRollups(series, g === HOUR ? KIND_HOUR : KIND_MINUTE)) : [];
+    if (seg.type === 'sealed' && have.length) {
+      await fromSealed(seg, series, have, buckets);
     } else {
       const raw = emptySamples();
       await readSeg(part, series, start, endEx, raw);

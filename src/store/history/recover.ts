@@ -1,15 +1,15 @@
 /**
  * Startup recovery of the history directory. Never fails the gateway's start for damaged data:
- * temp files are removed, torn log tails truncated to the last whole block, damaged sealed segments
- * dropped (each logged).
+ * temp files are removed, torn log tails truncated to the last whole block, the tail of a seal cut short
+ * removed from its log, damaged sealed segments dropped (each logged).
  */
 import { open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
 import { ignoreDamage, type DamageSink } from '../damage.js';
 import { HEADER_BYTES, blockMaxTs } from './format.js';
-import { scanBlocks } from './scan.js';
-import { LogSegment, SealedSegment, type Segment } from './segment.js';
+import { readAt, scanBlocks } from './scan.js';
+import { LogSegment, SEAL_MAGIC, SealedSegment, type Segment } from './segment.js';
 
 const FILE_RE = /^(\d{10})\.(log|seg)$/;
 
@@ -71,6 +71,15 @@ async function recoverLog(seq: number, path: string, log: Logger, damage: Damage
       seg.add({ kind: meta.kind, series: meta.series, offset: 0, len: HEADER_BYTES + meta.payloadLen,
         count: meta.count, minTs: meta.baseTs, maxTs: blockMaxTs(buf, off, meta) }, at);
     });
+    if (good < size && (await readAt(fh, good, SEAL_MAGIC.length)).equals(SEAL_MAGIC)) {
+      // A seal cut short before its rename (compact.ts): the log's blocks are whole; the tail goes, the log is
+      // sealed again. Nothing was damaged, so nothing is set aside.
+      await fh.truncate(good);
+      await fh.sync();
+      log.info({ file: path, bytes: size - good }, 'history: an interrupted seal\'s tail removed; the log is sealed again');
+      seg.bytes = good;
+      return { seg, truncated: 0 };
+    }
     if (good < size) {
       // The original first: a garbage log would otherwise be cut to nothing with no trace of what it held.
       await damage.repaired(path, `history log: ${size - good} bytes after the last whole record cut${good === 0 ? ' (nothing readable: the log is empty now)' : ''}`, good === 0);

@@ -6,7 +6,7 @@
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AggFunction, TimedValue } from './buckets.js';
-import { compactLog, type SealScratch } from './compact.js';
+import { sealLog, type SealScratch } from './compact.js';
 import { FlushBlocks } from './flush-blocks.js';
 import { clampText, emptySamples } from './format.js';
 import { type Snapshot, aggregate, readRaw } from './reader.js';
@@ -58,7 +58,7 @@ class FileHistoryStore implements HistoryStore {
   private lastError: string | null = null;
   /** Clock time before which seals that failed with a full disk are not retried (0: retry now). */
   private sealRetryAt = 0;
-  private counts = { dropped: 0, recorded: 0, flushes: 0, compactions: 0, truncated: 0 };
+  private counts = { dropped: 0, recorded: 0, flushes: 0, compactions: 0, truncated: 0, written: 0 };
 
   constructor(private readonly opts: HistoryOptions, private readonly registry: SeriesRegistry) {
     this.log = opts.log;
@@ -105,8 +105,10 @@ class FileHistoryStore implements HistoryStore {
       const id = this.registry.idFor(deviceId, point);
       if (id === undefined || !this.cur.push(id, Math.round(time), value)) return this.drop();
       this.counts.recorded++;
-      // Half full, not full: the other half takes the samples that arrive while this flush writes.
-      if (this.cur.length * 2 >= this.cur.capacity && !this.earlyFlush) {
+      // Three quarters full, not full: the last quarter takes what arrives while the flush waits its turn on the
+      // queue (it swaps in the spare buffer as it starts). Not half: every flush writes a 28-byte block header per
+      // series, which at a sample per second a point is 28 bytes per 5 samples at 5 s flushes, per 7.5 at 7.5 s.
+      if (this.cur.length * 4 >= this.cur.capacity * 3 && !this.earlyFlush) {
         this.earlyFlush = true;
         void this.flush().finally(() => (this.earlyFlush = false));
       }
@@ -157,6 +159,7 @@ class FileHistoryStore implements HistoryStore {
       flushes: this.counts.flushes,
       compactions: this.counts.compactions,
       truncatedBytes: this.counts.truncated,
+      writtenBytes: this.counts.written,
       oldestTs: oldest,
       lastError: this.lastError,
     };
@@ -202,6 +205,9 @@ class FileHistoryStore implements HistoryStore {
     const buf = this.cur;
     const n = buf.length;
     if (n) {
+      // The next timed flush is a whole interval after this one: a timer tick just after an early flush would
+      // write a second set of block headers for a few samples each.
+      this.timer?.refresh();
       this.cur = this.spare;
       this.pending = buf;
     }
@@ -252,6 +258,7 @@ class FileHistoryStore implements HistoryStore {
       seg.addBlock(blocks.series[i]!, blocks.kind[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
     }
     seg.bytes = pos + data.length;
+    this.counts.written += data.length;
     this.pending = null;
     this.counts.flushes++;
     this.sealRetryAt = 0; // space is there again
@@ -273,7 +280,7 @@ class FileHistoryStore implements HistoryStore {
     const horizon = now - this.opts.retention;
     await this.maybeRoll(now);
     for (const seg of [...this.sealed]) if (seg.maxTs < horizon) await this.retire(seg);
-    // Keep one segment of room free: sealing writes its output before the log is removed.
+    // Keep one segment of room free: a seal appends its tail (lists, rollups, directory) before the next check.
     const budget = this.opts.maxDisk - this.segmentBytes;
     while (this.diskBytes() > budget && this.sealed.length) {
       const oldest = this.sealed[0]!;
@@ -306,7 +313,8 @@ class FileHistoryStore implements HistoryStore {
   private async seal(seg: LogSegment): Promise<void> {
     const out = join(this.opts.dir, fileName(seg.seq, 'seg'));
     try {
-      const wrote = await compactLog(seg.path, out, (id) => this.registry.isLive(id), this.sealScratch);
+      const wrote = await sealLog(seg.path, seg.bytes, out, (id) => this.registry.isLive(id), this.sealScratch);
+      this.counts.written += wrote;
       const sealed = wrote ? await SealedSegment.load(seg.seq, out) : null;
       if (wrote && !sealed) throw new Error('sealed segment failed verification');
       const i = this.sealed.indexOf(seg);
@@ -318,7 +326,6 @@ class FileHistoryStore implements HistoryStore {
       // failure not until restart.
       if (noSpace(err)) this.sealRetryAt = this.opts.clock.now() + NO_SPACE_RETRY;
       else this.failedSeals.add(seg.seq);
-      await rm(`${out}.tmp`, { force: true }).catch(() => {});
       this.log.error({ err, file: seg.path }, noSpace(err) ? 'history: sealing failed, disk full; retried when space is back' : 'history: sealing failed');
     }
   }

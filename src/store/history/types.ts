@@ -39,6 +39,8 @@ export interface HistoryStats {
   compactions: number;
   /** Bytes cut from torn log tails when the store was opened. */
   truncatedBytes: number;
+  /** Bytes of samples and seals written since the store was opened (flushes' blocks, seals' tails). */
+  writtenBytes: number;
   /** Oldest sample time still on disk (ms), null when empty. */
   oldestTs: number | null;
   /** Why the last flush failed (e.g. ENOSPC: samples are dropped and counted meanwhile); null once one succeeds. */
