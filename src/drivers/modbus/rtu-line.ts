@@ -62,8 +62,10 @@ export class RtuLine extends EventEmitter {
   private closing = false;
   private polling = false;
   private lastByte = 0;
-  /** When a read last found nothing more waiting in the kernel (performance.now()). */
+  /** When the kernel last had nothing waiting, as a read or the poller found (performance.now()). */
   private drainedAt = -Infinity;
+  /** When the poller was last asked to say readable (it is asked again after each time it says so). */
+  private armedAt = -Infinity;
   private readonly t35: number;
   private readonly charMs: number;
   /**
@@ -144,7 +146,7 @@ export class RtuLine extends EventEmitter {
    */
   send(frame: Uint8Array, length: number, heldSince = performance.now()): void {
     if (!this.port || this.port.fd === null || length < 4) return;
-    if (performance.now() - this.drainedAt > this.charMs / 8) this.readNow();
+    if (!this.fresh(this.drainedAt)) this.readNow();
     const now = performance.now();
     const wait = this.freeAt() - now;
     if (wait > 0 && now - heldSince < 2 * MAX_FRAME * this.charMs) {
@@ -192,7 +194,22 @@ export class RtuLine extends EventEmitter {
     return performance.now() - this.listener.lastHeardAt() < SHARED_LINE_MS;
   }
 
-  /** Reads, now, what has come and not been read (the loop was held up); returns how many bytes. */
+  /**
+   * Reads what has come and not been read (the loop was held up); returns how many bytes. `polledSince`: a
+   * moment before the loop last polled for I/O (the caller waited for a timer, then for an immediate): if the
+   * poller was armed from before it and has not said readable, nothing was waiting when the loop polled, and
+   * if that was a fraction of a character ago (as for `send`) no read is made — a read that finds nothing
+   * costs an exception in Node, more than the request's own write.
+   */
+  takePending(polledSince = -Infinity): number {
+    if (this.polling && this.armedAt <= polledSince && this.fresh(polledSince)) {
+      this.drainedAt = Math.max(this.drainedAt, polledSince);
+      return 0;
+    }
+    return this.readNow();
+  }
+
+  /** Reads, now, what has come and not been read; returns how many bytes. */
   readNow(): number {
     const fd = this.port?.fd;
     if (typeof fd !== 'number') return 0;
@@ -286,6 +303,7 @@ export class RtuLine extends EventEmitter {
     }
     if (this.polling) return;
     this.polling = true;
+    this.armedAt = performance.now();
     this.port.poller.poll(UV_READABLE);
   }
 
@@ -330,6 +348,14 @@ export class RtuLine extends EventEmitter {
       clearTimeout(this.quietTimer);
       this.quietTimer = setTimeout(this.onQuiet, wait);
     }
+  }
+
+  /**
+   * Whether the kernel known empty at `at` is as good as a read now: a byte that lands within an eighth of a
+   * character was begun by a master that started together with this one, which no read can hear in time.
+   */
+  private fresh(at: number): boolean {
+    return performance.now() - at <= this.charMs / 8;
   }
 
   /** When the byte at `i` came. */

@@ -125,10 +125,11 @@ export class RtuTransport implements ModbusTransport {
   /**
    * The line reads when the loop polls for I/O: a gateway held up (a GC pause, a busy CPU) would decide
    * the line is quiet while another master's answer waits unread in the kernel, then take it for the
-   * answer to its own request. A non-blocking read of the port settles it.
+   * answer to its own request. A non-blocking read of the port settles it (unless the loop polled the
+   * port a moment ago: rtu-line.ts takePending).
    */
-  takePending(): number {
-    return this.line?.readNow() ?? 0;
+  takePending(polledSince?: number): number {
+    return this.line?.takePending(polledSince) ?? 0;
   }
 
   /**

@@ -37,8 +37,9 @@ export interface ModbusTransport {
   /**
    * Takes in, synchronously, what has come but was not read yet (the event loop was held up); returns how
    * many bytes. They came before the next request, so they are heard but never taken for its answer.
+   * `polledSince`: a moment before the loop last polled for I/O, when the link may vouch for what it polled.
    */
-  takePending?(): number;
+  takePending?(polledSince?: number): number;
   /** Whether the device to open exists now (a serial port's path), or undefined when the link cannot tell. */
   present?(): boolean | undefined;
   /** Answers dropped because they answer no outstanding request (Modbus TCP: a late reply, an unknown id). */
