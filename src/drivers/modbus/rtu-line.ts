@@ -199,7 +199,7 @@ export class RtuLine extends EventEmitter {
    * moment before the loop last polled for I/O (the caller waited for a timer, then for an immediate): if the
    * poller was armed from before it and has not said readable, nothing was waiting when the loop polled, and
    * if that was a fraction of a character ago (as for `send`) no read is made — a read that finds nothing
-   * costs an exception in Node, more than the request's own write.
+   * costs an exception in Node, about as much CPU as the request's own write.
    */
   takePending(polledSince = -Infinity): number {
     if (this.polling && this.armedAt <= polledSince && this.fresh(polledSince)) {
