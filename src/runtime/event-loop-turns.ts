@@ -5,8 +5,9 @@
  * immediate queued at its start); a sampling tick due while the loop slept would have fired on time (delay
  * 0), one due during a turn would have fired when the turn ended and the next would have been due a sampling
  * interval after that, as a late timer does. A loop that sleeps is not woken: monitorEventLoopDelay at 20 ms
- * woke the gateway 50 times a second, about a fifth of its CPU on a 4-device bus
- * (scripts/bench/modbus-bus.ts).
+ * woke the gateway 50 times a second, about a fifth of its main thread's CPU on a 4-device bus
+ * (scripts/bench/modbus-bus.ts). A callback an addon makes outside an async context (serialport's poller)
+ * starts no turn of its own: its turn is seen from the first promise reaction or hooked callback in it.
  */
 import { createHook, type AsyncHook } from 'node:async_hooks';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
