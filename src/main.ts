@@ -252,7 +252,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'scan':
     case 'read':
     case 'write': {
-      // Loaded only for these commands: `run` must not pay for serialport/modbus-serial at start-up.
+      // Loaded only for these commands: `run` must not pay for serialport at start-up.
       const { runModbusCommand } = await import('./cli/modbus.js');
       // The config is read only for a --bus: `scan --port DEV` runs before any config exists.
       return runModbusCommand(command, rest, async () => (await loadOrExplain(file))?.config, (line) => process.stdout.write(`${line}\n`));

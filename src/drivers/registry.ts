@@ -1,7 +1,7 @@
 /**
  * Driver name → factory loader. The only place that knows every driver; used by the composition root.
- * Loaded on demand: a gateway without Modbus buses never loads serialport/modbus-serial (~100 ms of
- * start-up), one without GPIO never loads onoff.
+ * Loaded on demand: a gateway without Modbus buses never loads serialport, one without GPIO never
+ * loads onoff.
  */
 import type { DriverFactory } from './types.js';
 

@@ -2,7 +2,6 @@
  * Canaries for the library internals the gateway reaches into where no public API exists. Each one
  * checks that the private field or hook is still where our code expects it, so an upgrade that moves
  * it fails here, loudly, instead of silently breaking the feature in the field:
- * - modbus-serial's public seam the RTU line uses (any port object; a behaviour check, not a reach);
  * - serialport's Linux binding port: `fd` and `poller` (the RTU line's non-blocking reads on the loop);
  * - polka `routes` (405 with Allow instead of 404);
  * - aedes `persistence.storeRetained` (retained messages kept in order for the flat-file store);
@@ -14,7 +13,6 @@
  *   replaces it with temp + rename).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -23,30 +21,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-
-test('modbus-serial: any port object will do (the RTU line\'s seam): open, write a request, a whole frame as data answers it', async () => {
-  const { default: M } = await import('modbus-serial');
-  const ModbusRTU = M.default;
-  const written: Buffer[] = [];
-  const port = Object.assign(new EventEmitter(), {
-    isOpen: false,
-    open(cb: (err: Error | null) => void) { this.isOpen = true; cb(null); },
-    close(cb: () => void) { this.isOpen = false; cb(); },
-    write(data: Buffer) {
-      written.push(Buffer.from(data));
-      // unit 1, FC 3, 2 bytes, 0x1234, CRC
-      setImmediate(() => port.emit('data', Buffer.from([1, 3, 2, 0x12, 0x34, 0xb5, 0x33])));
-    },
-  });
-  const client = new ModbusRTU(port);
-  await new Promise<void>((resolve, reject) => client.open((err: Error | null) => (err ? reject(err) : resolve())));
-  client.setID(1);
-  client.setTimeout(1000);
-  const answer = await client.readHoldingRegisters(0, 1);
-  assert.equal(answer.data, [0x1234]);
-  assert.equal([...written[0]!], [1, 3, 0, 0, 0, 1, 0x84, 0x0a], 'the request frame is handed to port.write whole');
-  await client.close(() => {});
-});
 
 /**
  * serialport's Linux binding (@serialport/bindings-cpp): the port it opens has a numeric fd and a poller

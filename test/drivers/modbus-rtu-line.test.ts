@@ -1,8 +1,8 @@
 /**
- * The RTU line on a socat pty pair, with modbus-serial's client on it as the gateway uses it and this
- * test playing the other end: answers are handed on whole and once, a line that trickles an answer
- * in wakes the gateway once for the rest of the frame (not per chunk), exceptions come through, and
- * a line whose other end goes away says so (error, then close) so the bus owner reopens it.
+ * The RTU line on a socat pty pair, sending request frames as the gateway's master does and this test
+ * playing the other end: answers are handed on whole and once, a line that trickles an answer in wakes
+ * the gateway once for the rest of the frame (not per chunk), exceptions come through, and a line whose
+ * other end goes away says so (error, then close) so the bus owner reopens it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,6 @@ import { SerialPort } from 'serialport';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { RtuLine, type BoundPort, type LineBinding } from '../../src/drivers/modbus/rtu-line.js';
-import { ModbusRTU, type Client } from '../../src/drivers/modbus/transport.js';
 import { crc16 } from '../../src/protocol/modbus/frame.js';
 import { rigUnavailable, sleep, waitFor } from './modbus-rig.js';
 
@@ -43,14 +42,14 @@ function countingBinding(): { binding: LineBinding; polls: () => number } {
   };
 }
 
-interface Rig { line: RtuLine; client: Client; other: SerialPort; socat: ChildProcess; polls: () => number }
+interface Rig { line: RtuLine; other: SerialPort; socat: ChildProcess; polls: () => number }
 
 async function withLine(fn: (r: Rig) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'sg-rtuline-'));
   const [a, b] = [join(dir, 'a'), join(dir, 'b')];
   const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
   let other: SerialPort | null = null;
-  let client: Client | null = null;
+  let line: RtuLine | null = null;
   try {
     await waitFor('socat links', () => existsSync(a) && existsSync(b), 5000);
     other = await new Promise<SerialPort>((resolve, reject) => {
@@ -58,46 +57,55 @@ async function withLine(fn: (r: Rig) => Promise<void>): Promise<void> {
       p.open((err) => (err ? reject(err) : resolve(p)));
     });
     const { binding, polls } = countingBinding();
-    const line = new RtuLine({ path: a, baudRate: 9600, parity: 'none', dataBits: 8, stopBits: 1 }, binding);
+    line = new RtuLine({ path: a, baudRate: 9600, parity: 'none', dataBits: 8, stopBits: 1 }, binding);
     line.on('error', () => {});
-    client = new ModbusRTU(line);
-    client.on('error', () => {}); // as the transport does: a lost line is reported by 'close'
-    const c = client;
-    await new Promise<void>((resolve, reject) => c.open((err: Error | null) => (err ? reject(err) : resolve())));
-    c.setTimeout(1000);
-    await fn({ line, client: c, other, socat, polls });
+    await line.open();
+    await fn({ line, other, socat, polls });
   } finally {
-    await new Promise<void>((r) => (client ? client.close(() => r()) : r()));
+    await line?.close();
     await new Promise<void>((r) => (other?.isOpen ? other.close(() => r()) : r()));
     socat.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** A transaction on the line: modbus-serial's request, the line's end of it. */
-async function read(line: RtuLine, client: Client, unit: number, count: number): Promise<number[]> {
-  client.setID(unit);
+/**
+ * A transaction on the line: an FC3 request for `count` registers from `unit`, and what the line hands on —
+ * the answer frame's bytes, or its refusal — within `timeoutMs`.
+ */
+async function read(line: RtuLine, unit: number, count: number, timeoutMs = 1000): Promise<number[]> {
+  const request = withCrc(unit, 3, 0, 0, 0, count);
   try {
-    return (await client.readHoldingRegisters(0, count)).data;
+    return await new Promise<number[]>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      line.onAnswer = (buf, start, end) => { clearTimeout(timer); resolve([...buf.subarray(start, end)]); };
+      line.onRefused = (reason) => { clearTimeout(timer); reject(new Error(reason)); };
+      line.send(request, request.length);
+    });
   } finally {
     line.end();
   }
 }
 
+/** The registers of an FC3 answer frame. */
+const registers = (frame: number[]): number[] => Array.from({ length: frame[2]! / 2 }, (_, i) => (frame[3 + 2 * i]! << 8) | frame[4 + 2 * i]!);
+
 test('an answer that trickles in is handed on whole and once, with one wake-up for the rest of the frame', async () => {
   if (why) return;
-  await withLine(async ({ line, client, other, polls }) => {
+  await withLine(async ({ line, other, polls }) => {
     const values = Array.from({ length: 32 }, (_, i) => 1000 + i);
     const answer = withCrc(1, 3, 64, ...values.flatMap((v) => [v >> 8, v & 0xff]));
-    let frames = 0;
-    line.on('data', () => frames++);
     other.on('data', () => {
       // As a 9600-baud adapter hands it over: the header, then the rest in 4 bursts ~70 ms in all.
       other.write(answer.subarray(0, 5));
       for (let k = 0; k < 4; k++) setTimeout(() => other.write(answer.subarray(5 + 16 * k, k === 3 ? answer.length : 21 + 16 * k)), 15 * (k + 1));
     });
     const before = polls();
-    assert.equal(await read(line, client, 1, 32), values);
+    let frames = 0;
+    const answered = read(line, 1, 32);
+    const handOn = line.onAnswer;
+    line.onAnswer = (buf, start, end) => { frames++; handOn(buf, start, end); };
+    assert.equal(registers(await answered), values);
     assert.is(frames, 1, 'one frame handed on');
     // The poller is asked once when the transaction ends; reading per burst would have asked 4 more times.
     assert.ok(polls() - before <= 2, `${polls() - before} polls for one answer in 5 bursts`);
@@ -106,43 +114,36 @@ test('an answer that trickles in is handed on whole and once, with one wake-up f
 
 test('answers in one piece, an exception, and a glitch byte before an answer', async () => {
   if (why) return;
-  await withLine(async ({ line, client, other }) => {
+  await withLine(async ({ line, other }) => {
     let reply = (): Buffer => withCrc(2, 3, 2, 0x12, 0x34);
     other.on('data', () => other.write(reply()));
-    assert.equal(await read(line, client, 2, 1), [0x1234]);
+    assert.equal(registers(await read(line, 2, 1)), [0x1234]);
     reply = () => withCrc(2, 0x83, 2);
-    const err = await read(line, client, 2, 1).then(() => null, (e: unknown) => e as { modbusCode?: number });
-    assert.is(err?.modbusCode, 2, 'the 5-byte exception frame is handed on');
+    assert.equal(await read(line, 2, 1), [...withCrc(2, 0x83, 2)], 'the 5-byte exception frame is handed on');
     reply = () => Buffer.concat([Buffer.from([0]), withCrc(2, 3, 2, 0, 9)]);
-    assert.equal(await read(line, client, 2, 1), [9]);
+    assert.equal(await read(line, 2, 1), [...withCrc(2, 3, 2, 0, 9)], 'the glitch byte is not part of the frame handed on');
   });
 });
 
 test('an answer read in one piece with another master\'s whole request before it is refused, not handed on', async () => {
   if (why) return;
-  await withLine(async ({ line, client, other }) => {
+  await withLine(async ({ line, other }) => {
     // Its request went out with ours; the loop was held up, so its request and its answer are read together.
     let reply = (): Buffer => Buffer.concat([withCrc(1, 3, 0, 10, 0, 1), withCrc(1, 3, 2, 0xa0, 0x1a)]);
     other.on('data', () => other.write(reply()));
-    let refused = '';
-    let frames = 0;
-    line.onRefused = (reason) => (refused = reason);
-    line.on('data', () => frames++);
-    client.setTimeout(300);
-    await read(line, client, 1, 1).catch(() => {});
-    assert.match(refused, /after another frame/);
-    assert.is(frames, 0);
+    const outcome = await read(line, 1, 1, 300).then((frame) => `handed on ${frame.join(' ')}`, (e: Error) => e.message);
+    assert.match(outcome, /after another frame/);
     // A glitch byte is no frame: the answer after it is taken.
     reply = () => Buffer.concat([Buffer.from([0]), withCrc(1, 3, 2, 0, 5)]);
-    assert.equal(await read(line, client, 1, 1), [5]);
+    assert.equal(registers(await read(line, 1, 1)), [5]);
   });
 });
 
-test('bytes heard between transactions are stamped and never handed to modbus-serial', async () => {
+test('bytes heard between transactions are stamped and never handed on as an answer', async () => {
   if (why) return;
   await withLine(async ({ line, other }) => {
     let frames = 0;
-    line.on('data', () => frames++);
+    line.onAnswer = () => frames++;
     const t0 = performance.now();
     other.write(withCrc(1, 3, 2, 0, 1));
     await waitFor('the bytes heard', () => line.lastByteAt() > t0, 2000);

@@ -320,9 +320,11 @@ export class BusOwner {
       const now = performance.now();
       if (now >= giveUp) return;
       await sleep(Math.max(1, Math.ceil(Math.min(this.lineFreeAt(), giveUp) - now)));
-      // A timer resumes before I/O is polled, an immediate after: what came by now has been heard.
+      // A timer resumes before I/O is polled, an immediate after: what came by now has been heard, but for
+      // what came since the poll (the link reads it unless the poll was a moment ago).
+      const woke = performance.now();
       await new Promise<void>((resolve) => setImmediate(resolve));
-      const late = this.transport.takePending?.() ?? 0;
+      const late = this.transport.takePending?.(woke) ?? 0;
       if (late === 0 && this.lineFreeAt() <= performance.now()) return;
     }
   }

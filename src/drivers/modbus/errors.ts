@@ -31,10 +31,5 @@ export function classify(err: unknown, unit: number, where: string): ClassifiedE
   if (typeof e?.modbusCode === 'number') {
     return { kind: 'exception', code: e.modbusCode, error: new ModbusExceptionError(e.modbusCode, unit) };
   }
-  const message = String(e?.message ?? err);
-  // A garbled frame (noise, wrong baud rate, two masters): modbus-serial says 'CRC error' or 'Data length error'.
-  if (/CRC error|Data length error/i.test(message)) {
-    return { kind: 'crc', error: new GatewayError('DRIVER_ERROR', `corrupt answer from unit ${unit} on ${where}: ${message}`) };
-  }
-  return { kind: 'io', error: new GatewayError('DRIVER_ERROR', `${where}: ${message}`) };
+  return { kind: 'io', error: new GatewayError('DRIVER_ERROR', `${where}: ${String(e?.message ?? err)}`) };
 }

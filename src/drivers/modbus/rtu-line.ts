@@ -1,7 +1,6 @@
 /**
- * The RTU line: owns the serial port's file descriptor and hands modbus-serial whole answers through its
- * public seam (`new ModbusRTU(port)` takes any object with open/close/isOpen/write that emits each frame
- * as 'data', as its own ports/rtubufferedport.js does).
+ * The RTU line: owns the serial port's file descriptor, sends the master's request frames and hands it
+ * each answer whole (rtu-transport.ts).
  *
  * Reads and writes are non-blocking read(2)/write(2) calls on the event loop, reads when serialport's
  * poller says the tty is readable — not fs.read/fs.write through libuv's thread pool, which cost three
@@ -54,6 +53,8 @@ export class RtuLine extends EventEmitter {
   readonly listener: LineListener;
   /** How long a slave may take to answer (our timeout): how long another master's request holds the line. */
   answerWaitMs = 300;
+  /** Told the current transaction's answer: `buf[start, end)`, a whole frame with a good CRC (valid during the call). */
+  onAnswer: (buf: Uint8Array, start: number, end: number) => void = () => {};
   /** Told when what came cannot be the current transaction's answer. */
   onRefused: (reason: string) => void = () => {};
 
@@ -61,6 +62,10 @@ export class RtuLine extends EventEmitter {
   private closing = false;
   private polling = false;
   private lastByte = 0;
+  /** When the kernel last had nothing waiting, as a read or the poller found (performance.now()). */
+  private drainedAt = -Infinity;
+  /** When the poller was last asked to say readable (it is asked again after each time it says so). */
+  private armedAt = -Infinity;
   private readonly t35: number;
   private readonly charMs: number;
   /**
@@ -85,7 +90,7 @@ export class RtuLine extends EventEmitter {
   private restMs = 0;
   private quietTimer: NodeJS.Timeout | undefined;
   private restTimer: NodeJS.Timeout | undefined;
-  /** A request held back because the line was not free when modbus-serial handed it over. */
+  /** A request held back because the line was not free when it was sent. */
   private heldTimer: NodeJS.Timeout | undefined;
   /** Where the transaction's answer ended in `rx` (0: no answer). */
   private answerEnd = 0;
@@ -98,46 +103,65 @@ export class RtuLine extends EventEmitter {
     this.listener = new LineListener(this.t35, this.frameGapMs);
   }
 
-  // ---- modbus-serial's port seam ----
-
   get isOpen(): boolean {
     return this.port !== null && this.port.isOpen && !this.closing;
   }
 
-  open(callback: (err: Error | null) => void): void {
-    this.openPort().then(() => callback(null), (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))));
+  /** Opens the port (a fresh line per open: the transport builds one each time). */
+  async open(): Promise<void> {
+    const { path, baudRate, dataBits, stopBits, parity } = this.options;
+    const port = await this.binding.open({ path, baudRate, dataBits, stopBits, parity });
+    if (typeof port.fd !== 'number' || typeof port.poller?.poll !== 'function') {
+      await port.close().catch(() => {});
+      throw new Error(`${path}: this platform's serial binding has no fd poller (non-blocking reads need one)`);
+    }
+    this.port = port;
+    port.poller.on('readable', this.onReadable);
+    this.arm();
   }
 
-  close(callback?: (err?: Error | null) => void): void {
-    this.shut().then(() => callback?.(null), (err: unknown) => callback?.(err as Error));
+  async close(): Promise<void> {
+    const port = this.port;
+    if (!port || this.closing) return;
+    this.closing = true;
+    this.stopTimers();
+    try {
+      if (port.isOpen) await port.close();
+    } finally {
+      this.port = null;
+      this.emit('close');
+    }
   }
 
   /**
-   * A request from modbus-serial: the transaction begins, what was heard before it is not its answer.
-   * Listen before talk, at the last moment: the bus owner waited until the line was free, but bytes may
-   * have come since its last look (a GC pause or the scheduler between that look and this call), so what
-   * waits in the kernel is read and stamped here, right before the write, and a line that is not free
+   * A request, `frame[0, length)` (unit, PDU, CRC; the caller keeps the bytes until the transaction ends):
+   * the transaction begins, what was heard before it is not its answer. Listen before talk, at the last
+   * moment: the bus owner waited until the line was free, but bytes may have come since its last look (a
+   * GC pause or the scheduler between that look and this call), so what waits in the kernel is read and
+   * stamped here, right before the write — unless a read found the kernel empty a fraction of a character
+   * ago (the bus owner's own look, a few microtasks back): a byte that lands in between was begun by a
+   * master that started together with this one, which no read can hear in time. A line that is not free
    * after all holds the request until it is (rare; the request's timeout runs meanwhile) — on a line that
    * never falls silent, at most two longest frames, as the bus owner does.
    */
-  write(data: Buffer, heldSince = performance.now()): void {
-    if (!this.port || this.port.fd === null || data.length < 4) return;
-    this.readNow();
+  send(frame: Uint8Array, length: number, heldSince = performance.now()): void {
+    if (!this.port || this.port.fd === null || length < 4) return;
+    if (!this.fresh(this.drainedAt)) this.readNow();
     const now = performance.now();
     const wait = this.freeAt() - now;
     if (wait > 0 && now - heldSince < 2 * MAX_FRAME * this.charMs) {
       clearTimeout(this.heldTimer);
-      this.heldTimer = setTimeout(() => this.write(data, heldSince), Math.max(1, Math.ceil(wait)));
+      this.heldTimer = setTimeout(() => this.send(frame, length, heldSince), Math.max(1, Math.ceil(wait)));
       return;
     }
     this.clear();
     this.inTransaction = true;
     this.settled = false;
     this.badCrc = false;
-    this.unit = data[0]!;
-    this.fc = data[1]!;
+    this.unit = frame[0]!;
+    this.fc = frame[1]!;
     this.listener.reset();
-    this.put(data, 0);
+    this.put(frame, 0, length);
   }
 
   // ---- what the transport asks of the line ----
@@ -170,7 +194,22 @@ export class RtuLine extends EventEmitter {
     return performance.now() - this.listener.lastHeardAt() < SHARED_LINE_MS;
   }
 
-  /** Reads, now, what has come and not been read (the loop was held up); returns how many bytes. */
+  /**
+   * Reads what has come and not been read (the loop was held up); returns how many bytes. `polledSince`: a
+   * moment before the loop last polled for I/O (the caller waited for a timer, then for an immediate): if the
+   * poller was armed from before it and has not said readable, nothing was waiting when the loop polled, and
+   * if that was a fraction of a character ago (as for `send`) no read is made — a read that finds nothing
+   * costs an exception in Node, about as much CPU as the request's own write.
+   */
+  takePending(polledSince = -Infinity): number {
+    if (this.polling && this.armedAt <= polledSince && this.fresh(polledSince)) {
+      this.drainedAt = Math.max(this.drainedAt, polledSince);
+      return 0;
+    }
+    return this.readNow();
+  }
+
+  /** Reads, now, what has come and not been read; returns how many bytes. */
   readNow(): number {
     const fd = this.port?.fd;
     if (typeof fd !== 'number') return 0;
@@ -184,16 +223,23 @@ export class RtuLine extends EventEmitter {
       try {
         n = readSync(fd, into, from, room, null);
       } catch (err) {
-        if (!isAgain(err)) this.fail(err as Error);
+        if (isAgain(err)) this.drainedAt = performance.now();
+        else this.fail(err as Error);
         return total;
       }
-      if (n <= 0) return total; // 0 from a tty: nothing to read now
+      if (n <= 0) {
+        this.drainedAt = performance.now(); // 0 from a tty: nothing to read now
+        return total;
+      }
       total += n;
       const at = performance.now();
       this.lastByte = at;
       if (this.inTransaction) this.took(n, at);
       else this.listener.heard(this.scratch.subarray(0, n), at, this.answerWaitMs);
-      if (n < room) return total; // the kernel's buffer is empty: the poller says when more comes
+      if (n < room) {
+        this.drainedAt = at; // the kernel's buffer is empty: the poller says when more comes
+        return total;
+      }
     }
   }
 
@@ -221,36 +267,11 @@ export class RtuLine extends EventEmitter {
 
   // ---- inside ----
 
-  private async openPort(): Promise<void> {
-    const { path, baudRate, dataBits, stopBits, parity } = this.options;
-    const port = await this.binding.open({ path, baudRate, dataBits, stopBits, parity });
-    if (typeof port.fd !== 'number' || typeof port.poller?.poll !== 'function') {
-      await port.close().catch(() => {});
-      throw new Error(`${path}: this platform's serial binding has no fd poller (non-blocking reads need one)`);
-    }
-    this.port = port;
-    port.poller.on('readable', this.onReadable);
-    this.arm();
-  }
-
-  private async shut(): Promise<void> {
-    const port = this.port;
-    if (!port || this.closing) return;
-    this.closing = true;
-    this.stopTimers();
-    try {
-      if (port.isOpen) await port.close();
-    } finally {
-      this.port = null;
-      this.emit('close');
-    }
-  }
-
   /** A read or poll failed (EIO: the adapter was unplugged, the pty's other end went away): the line is lost. */
   private fail(err: Error): void {
     if (this.closing) return;
     this.emit('error', err);
-    void this.shut().catch(() => {});
+    void this.close().catch(() => {});
   }
 
   private readonly onReadable = (err: Error | null): void => {
@@ -282,6 +303,7 @@ export class RtuLine extends EventEmitter {
     }
     if (this.polling) return;
     this.polling = true;
+    this.armedAt = performance.now();
     this.port.poller.poll(UV_READABLE);
   }
 
@@ -294,15 +316,15 @@ export class RtuLine extends EventEmitter {
     this.heldTimer = undefined;
   }
 
-  /** Writes all of `data`; a full tty buffer (never for one frame in practice) is retried a millisecond later. */
-  private put(data: Buffer, offset: number): void {
+  /** Writes `data[offset, end)`; a full tty buffer (never for one frame in practice) is retried a millisecond later. */
+  private put(data: Uint8Array, offset: number, end: number): void {
     const fd = this.port?.fd;
     if (typeof fd !== 'number') return;
     try {
-      while (offset < data.length) offset += writeSync(fd, data, offset, data.length - offset);
+      while (offset < end) offset += writeSync(fd, data, offset, end - offset);
     } catch (err) {
       if (!isAgain(err)) return this.fail(err as Error);
-      setTimeout(() => this.put(data, offset), 1);
+      setTimeout(() => this.put(data, offset, end), 1);
     }
   }
 
@@ -328,6 +350,14 @@ export class RtuLine extends EventEmitter {
     }
   }
 
+  /**
+   * Whether the kernel known empty at `at` is as good as a read now: a byte that lands within an eighth of a
+   * character was begun by a master that started together with this one, which no read can hear in time.
+   */
+  private fresh(at: number): boolean {
+    return performance.now() - at <= this.charMs / 8;
+  }
+
   /** When the byte at `i` came. */
   private timeOf(i: number): number {
     for (let c = 0; c < this.chunks; c++) if (this.chunkEnd[c]! > i) return this.chunkAt[c]!;
@@ -336,7 +366,7 @@ export class RtuLine extends EventEmitter {
 
   /**
    * Looks for the answer in what came: our unit and function (or its exception), whole by its length,
-   * good by its CRC. A glitch byte before it is skipped, as modbus-serial does; a header whose frame is
+   * good by its CRC. A glitch byte before it is skipped (a transceiver switching on); a header whose frame is
    * still to come waits for it — unless a good answer ends with the last byte heard.
    */
   private find(): void {
@@ -375,7 +405,7 @@ export class RtuLine extends EventEmitter {
     this.settled = true;
     this.answerEnd = i + length;
     this.stopTimers();
-    this.emit('data', this.rx.subarray(i, i + length));
+    this.onAnswer(this.rx, i, i + length);
   }
 
   private refuse(reason: string): void {

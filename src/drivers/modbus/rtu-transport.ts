@@ -1,44 +1,116 @@
 /**
- * The RTU link: modbus-serial's client on a line of our own (rtu-line.ts), plus what a master on a shared
- * line needs beyond it — every byte heard is stamped and what another master says is listened to (the bus
- * owner listens before it talks), what came before a request is never taken for its answer, and an answer
- * that cannot be trusted fails at once as a corrupt frame instead of holding the line until the timeout.
+ * The RTU link: the gateway's Modbus RTU master on a line of its own (rtu-line.ts). A request goes out as
+ * unit + PDU (protocol/modbus/client-pdu.ts) + CRC from one frame buffer; the line hands back the answer
+ * whole, already cut by its function code's length and checked for its unit and CRC (protocol/modbus/
+ * frame.ts), and client-pdu checks it against the request (byte count, a write's echo) — no per-request
+ * closures or copies of a client library between the bus owner and the tty. What a master on a shared
+ * line needs beyond that: every byte heard is stamped and what another master says is listened to (the
+ * bus owner listens before it talks), what came before a request is never taken for its answer, and an
+ * answer that cannot be trusted fails at once as a corrupt frame instead of holding the line until the timeout.
  */
 import { existsSync } from 'node:fs';
-import { RtuLine, SHARED_LINE_MS } from './rtu-line.js';
-import { ClientTransport, ModbusRTU, WireGarbled, type Client, type RtuOptions, type WireRequest } from './transport.js';
+import { GatewayError } from '../../core/errors.js';
+import { decodeAnswer, encodeRequestInto } from '../../protocol/modbus/client-pdu.js';
+import { crc16, MAX_FRAME } from '../../protocol/modbus/frame.js';
+import { RtuLine } from './rtu-line.js';
+import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RtuOptions, type WireRequest } from './transport.js';
+
+type Answer = number[] | boolean[] | undefined;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-export class RtuTransport extends ClientTransport {
+export class RtuTransport implements ModbusTransport {
   readonly kind = 'rtu' as const;
   readonly label: string;
 
-  /** The line of the client opened last (a fresh one per open, like the client). */
+  /**
+   * How long an open may take. A wedged USB adapter can leave open() pending forever, which would hold
+   * the bus (and its reopen loop) with it: past this the open fails and the bus's reopen backoff goes on.
+   */
+  protected openTimeoutMs = 5000;
+
+  /** The line opened last (a fresh one per open). */
   private line: RtuLine | null = null;
+  private lost = false;
+  private lostHandler: (reason: string) => void = () => {};
   private readonly charMs: number;
   /** Recent round trips of accepted answers, per unit and request shape (ms). */
   private readonly rtts = new Map<number, number[]>();
+  /** The request frame, written in place for every request (the line sends it from here). */
+  private readonly frame = new Uint8Array(MAX_FRAME);
+  /** The outstanding request (the bus owner sends one at a time): what it asked, how it ends. */
+  private outstanding = false;
+  private unit = 0;
+  private req: WireRequest | null = null;
+  private sentAt = 0;
+  private timeoutMs = 0;
+  private resolve: (data: Answer) => void = () => {};
+  private reject: (err: Error) => void = () => {};
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RtuOptions) {
-    super();
     this.label = options.path;
     this.charMs = 11_000 / options.baudRate;
   }
 
-  protected override newClient(): Client {
+  /** Opens `line`'s port (a test stands in a wedged adapter here). */
+  protected connect(line: RtuLine): Promise<void> {
+    return line.open();
+  }
+
+  async open(): Promise<void> {
+    await this.close();
     const line = new RtuLine(this.options);
-    // modbus-serial drops its own 'error' listener on close; a dying port can still emit one.
-    line.on('error', () => {});
+    line.on('error', (err: Error) => this.markLost(line, `error: ${err.message}`));
+    line.on('close', () => this.markLost(line, 'closed'));
+    line.onAnswer = this.onAnswer;
+    line.onRefused = this.onRefused;
+    this.lost = false;
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const connecting = this.connect(line);
+    try {
+      await Promise.race([connecting, new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          timedOut = true;
+          reject(new GatewayError('DRIVER_ERROR', `opening ${this.label} took longer than ${this.openTimeoutMs} ms (a wedged adapter?)`));
+        }, this.openTimeoutMs);
+      })]);
+    } catch (err) {
+      void line.close().catch(() => {}); // a half-open port must not linger
+      // An open that completes after its timeout is closed at once: the bus has moved on.
+      if (timedOut) void connecting.then(() => line.close(), () => {}).catch(() => {});
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
     this.line = line;
-    return new ModbusRTU(line);
   }
 
-  protected async connect(client: Client): Promise<void> {
-    await new Promise<void>((resolve, reject) => client.open((err: Error | null) => (err ? reject(err) : resolve())));
+  async close(): Promise<void> {
+    const line = this.line;
+    this.line = null;
+    this.settle(new Error(`${this.label} was closed`));
+    if (!line) return;
+    let guard: NodeJS.Timeout | undefined;
+    // A vanished device may never let close() return.
+    await Promise.race([line.close().catch(() => {}), new Promise<void>((resolve) => (guard = setTimeout(resolve, 1000)))]);
+    clearTimeout(guard);
   }
 
-  override lastRxAt(): number {
+  isOpen(): boolean {
+    return this.line !== null && !this.lost && this.line.isOpen;
+  }
+
+  onLost(fn: (reason: string) => void): void {
+    this.lostHandler = fn;
+  }
+
+  present(): boolean {
+    return existsSync(this.options.path);
+  }
+
+  lastRxAt(): number {
     return this.line?.lastByteAt() ?? 0;
   }
 
@@ -46,43 +118,100 @@ export class RtuTransport extends ClientTransport {
    * Another master's request not answered yet, a frame heard that is not whole yet, or the other master's
    * turn after a frame on a shared line (rtu-line.ts heldUntil).
    */
-  override answerPendingUntil(): number {
+  answerPendingUntil(): number {
     return this.line?.heldUntil() ?? 0;
-  }
-
-  override present(): boolean {
-    return existsSync(this.options.path);
   }
 
   /**
    * The line reads when the loop polls for I/O: a gateway held up (a GC pause, a busy CPU) would decide
    * the line is quiet while another master's answer waits unread in the kernel, then take it for the
-   * answer to its own request. A non-blocking read of the port settles it.
+   * answer to its own request. A non-blocking read of the port settles it (unless the loop polled the
+   * port a moment ago: rtu-line.ts takePending).
    */
-  override takePending(): number {
-    return this.line?.readNow() ?? 0;
+  takePending(polledSince?: number): number {
+    return this.line?.takePending(polledSince) ?? 0;
   }
 
   /**
    * One request, answered or refused as soon as the line says so (rtu-line.ts): bytes heard before it are
    * not its answer, bytes after it that end in silence without one are a garbled frame, an answer after
-   * another frame may be someone else's. Then the round-trip check.
+   * another frame may be someone else's. Then the answer's own checks and the round-trip check.
    */
-  override async request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined> {
+  request(unit: number, req: WireRequest, timeoutMs: number): Promise<Answer> {
     const line = this.line;
-    if (!line) return super.request(unit, req, timeoutMs);
+    if (!line || !this.isOpen()) return Promise.reject(new Error(`${this.label} is not open`));
+    // The bus owner sends one request at a time; a second one here would be a bug above, not a device fault.
+    if (this.outstanding) return Promise.reject(new Error(`${this.label}: a request is still outstanding`));
+    const frame = this.frame;
+    frame[0] = unit;
+    const end = encodeRequestInto(req, frame, 1);
+    const crc = crc16(frame, 0, end);
+    frame[end] = crc & 0xff;
+    frame[end + 1] = crc >> 8;
+    this.unit = unit;
+    this.req = req;
+    this.timeoutMs = timeoutMs;
     line.answerWaitMs = timeoutMs;
-    const refused = new Promise<never>((_, reject) => {
-      line.onRefused = (reason) => reject(new WireGarbled(reason));
+    return new Promise<Answer>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      this.outstanding = true;
+      this.sentAt = performance.now();
+      this.timer = setTimeout(this.onTimeout, timeoutMs);
+      line.send(frame, end + 2);
     });
-    const sent = performance.now();
-    try {
-      const answer = await Promise.race([super.request(unit, req, timeoutMs), refused]);
-      this.checkRoundTrip(line, unit, req, performance.now() - sent);
-      return answer;
-    } finally {
-      line.end();
+  }
+
+  /**
+   * RTU has no transaction ids: a late answer to a timed-out request would be taken as the answer to
+   * the next one and the link would stay one frame behind for good (notes §3). Wait until the line
+   * has been quiet for `quietMs`, then forget what the line holds of the transaction.
+   */
+  async drain(quietMs: number, maxMs: number): Promise<void> {
+    const line = this.line;
+    const start = performance.now();
+    const last = (): number => Math.max(start, line?.lastByteAt() ?? 0);
+    while (performance.now() - last() < quietMs && performance.now() - start < maxMs) await sleep(Math.max(1, quietMs - (performance.now() - last())));
+    line?.clear();
+  }
+
+  /** The line's answer to the outstanding request: unit, function and CRC are checked; the rest is checked here. */
+  private readonly onAnswer = (buf: Uint8Array, start: number, end: number): void => {
+    const req = this.req;
+    if (!this.outstanding || !req || !this.line) return;
+    const answer = decodeAnswer(req, buf, start + 1, end - 2);
+    if (!answer.ok) {
+      return this.settle('exception' in answer ? new WireException(answer.exception) : new WireGarbled(answer.malformed));
     }
+    const rttError = this.checkRoundTrip(this.line, this.unit, req, performance.now() - this.sentAt);
+    if (rttError) this.settle(rttError);
+    else this.settle(null, answer.data);
+  };
+
+  private readonly onRefused = (reason: string): void => this.settle(new WireGarbled(reason));
+
+  private readonly onTimeout = (): void => {
+    this.timer = undefined;
+    this.settle(new WireTimeout(this.timeoutMs));
+  };
+
+  /** Ends the outstanding request with `err`, or with `data` when `err` is null; the line's transaction ends with it. */
+  private settle(err: Error | null, data?: Answer): void {
+    if (!this.outstanding) return;
+    this.outstanding = false;
+    this.req = null;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.line?.end();
+    if (err) this.reject(err);
+    else this.resolve(data);
+  }
+
+  private markLost(line: RtuLine, reason: string): void {
+    if (line !== this.line || this.lost) return;
+    this.lost = true;
+    this.settle(new Error(`${this.label}: line ${reason}`));
+    this.lostHandler(reason);
   }
 
   /**
@@ -93,7 +222,7 @@ export class RtuTransport extends ClientTransport {
    * (SHARED_LINE_MS): alone on the line, no answer can be someone else's — and a round trip that is only
    * short (a pty, a busy CPU making the usual one long) must not fail a good answer.
    */
-  private checkRoundTrip(line: RtuLine, unit: number, req: WireRequest, rtt: number): void {
+  private checkRoundTrip(line: RtuLine, unit: number, req: WireRequest, rtt: number): WireGarbled | null {
     // A number, not a string: no allocation per request for the key.
     const key = (unit * 256 + req.fc) * 65_536 + ('count' in req ? req.count : 0);
     let recent = this.rtts.get(key);
@@ -103,22 +232,10 @@ export class RtuTransport extends ClientTransport {
     const usual = shared && recent.length >= 4 ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
     const requestBytes = req.fc === 15 ? 9 + Math.ceil(req.values.length / 8) : req.fc === 16 ? 9 + 2 * req.values.length : 8;
     if (usual !== null && rtt < Math.min(requestBytes * this.charMs, usual / 4)) {
-      throw new WireGarbled(`an answer ${rtt.toFixed(1)} ms after the request, where unit ${unit} takes ${usual.toFixed(0)} ms: it was on its way before the request (someone else's)`);
+      return new WireGarbled(`an answer ${rtt.toFixed(1)} ms after the request, where unit ${unit} takes ${usual.toFixed(0)} ms: it was on its way before the request (someone else's)`);
     }
     if (recent.length === 8) recent.shift();
     recent.push(rtt);
-  }
-
-  /**
-   * RTU has no transaction ids: a late answer to a timed-out request would be taken as the answer to
-   * the next one and the link would stay one frame behind for good (notes §3). Wait until the line
-   * has been quiet for `quietMs`, then forget what the line holds of the transaction.
-   */
-  override async drain(quietMs: number, maxMs: number): Promise<void> {
-    const line = this.line;
-    const start = performance.now();
-    const last = (): number => Math.max(start, line?.lastByteAt() ?? 0);
-    while (performance.now() - last() < quietMs && performance.now() - start < maxMs) await sleep(Math.max(1, quietMs - (performance.now() - last())));
-    line?.clear();
+    return null;
   }
 }

@@ -12,18 +12,10 @@ import { connect, type Socket } from 'node:net';
 import { decodeAnswer, encodeRequest } from '../../protocol/modbus/client-pdu.js';
 import { encodeMbap, MbapParser, type MbapFrame } from '../../protocol/modbus/mbap.js';
 import { TransactionIds } from '../../protocol/modbus/transaction-ids.js';
-import { WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
+import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
 
 /** Timed-out ids still waiting for their answer; at this many the connection is renewed to free them all. */
 export const MAX_UNANSWERED = 256;
-
-/** A Modbus exception answer, in the shape errors.ts classifies (`modbusCode`). */
-class WireException extends Error {
-  constructor(readonly modbusCode: number) {
-    super(`Modbus exception ${modbusCode}`);
-    this.name = 'WireException';
-  }
-}
 
 interface Outstanding {
   tid: number;

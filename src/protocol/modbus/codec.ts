@@ -54,22 +54,32 @@ export function deviceWords(bytes: Uint8Array, block: Pick<Block, 'word_order' |
   return block.word_order === 'little' ? words.reverse() : words;
 }
 
+/** A numeric point's bytes, big-endian, after undoing the device's orders: one view for every decode (≤ 4 registers). */
+const numeric = new DataView(new ArrayBuffer(8));
+
 /**
  * Decodes one point from registers read starting at `regs[offset]`. Bits (coil/discrete, `bit`,
  * data_type bool) come back as 0/1 numbers: the shadow holds numbers for int points (DESIGN §2).
+ * Numbers are decoded in one shared view: a poll allocates nothing per point but the value.
  */
 export function decodeRegisters(block: Block, regs: ArrayLike<number>, offset: number): RawPointValue {
   const width = pointWidth(block);
-  const words: number[] = [];
   for (let i = 0; i < width; i++) {
-    const w = regs[offset + i];
-    if (w === undefined) throw new Error(`response too short: needed register ${offset + i}`);
-    words.push(w & 0xffff);
+    if (regs[offset + i] === undefined) throw new Error(`response too short: needed register ${offset + i}`);
   }
-  if (block.data_type === 'string') return decodeString(words, block);
-  const bytes = canonicalBytes(words, block);
-  const view = new DataView(bytes.buffer);
-  if (block.bit !== undefined) return bitField(words.length === 1 ? view.getUint16(0) : view.getUint32(0), block.bit, block.bits ?? 1);
+  if (block.data_type === 'string') {
+    const words: number[] = [];
+    for (let i = 0; i < width; i++) words.push(regs[offset + i]! & 0xffff);
+    return decodeString(words, block);
+  }
+  const wordsReversed = block.word_order === 'little';
+  const bytesSwapped = block.byte_order === 'little';
+  for (let i = 0; i < width; i++) {
+    const word = regs[offset + (wordsReversed ? width - 1 - i : i)]! & 0xffff;
+    numeric.setUint16(i * 2, bytesSwapped ? ((word & 0xff) << 8) | (word >> 8) : word);
+  }
+  const view = numeric;
+  if (block.bit !== undefined) return bitField(width === 1 ? view.getUint16(0) : view.getUint32(0), block.bit, block.bits ?? 1);
   switch (block.data_type) {
     case 'bool': return view.getUint16(0) !== 0 ? 1 : 0;
     case 'int16': return view.getInt16(0);
