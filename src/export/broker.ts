@@ -44,6 +44,8 @@ export interface Broker {
   publish(topic: string, payload: string | Buffer, opts?: { retain?: boolean; qos?: 0 | 1 }): Promise<void>;
   /** The same as `publish`, QoS 0, without a promise per message (the exporter's hot path); failures are logged. */
   send(topic: string, payload: string, retain: boolean): void;
+  /** Messages queued in the outbox, not yet handed to aedes (it waits for a slow subscriber's socket to drain). */
+  readonly backlog: number;
   onClientPublish(fn: ClientPublishHandler): void;
   stats(): Record<string, unknown>;
   close(): Promise<void>;
@@ -272,6 +274,9 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
       const buf = Buffer.from(payload);
       if (retain) storeRetained(topic, buf, 0);
       outbox.push(topic, buf, 0, onSendDone);
+    },
+    get backlog() {
+      return outbox.pending;
     },
     onClientPublish(fn) {
       handlers.push(fn);

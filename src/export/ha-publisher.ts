@@ -19,6 +19,12 @@ export interface DiscoverySides {
    * broker memory on a Pi. HA announces itself each time it connects, and gets them then.
    */
   local: SendConfig;
+  /**
+   * Messages still waiting to go out on the embedded broker: a republish sends its next slice only when there are
+   * at most DISCOVERY_BACKLOG. Unpaced, 1,000 × 100 configs to one subscriber slower than the burst waited in the
+   * broker's outbox all at once (~75 MB of RSS, kept by the allocator after they went out).
+   */
+  backlog?: () => number;
   /** The upstream bridge, when configured: its topics, the link's state topic, and the retained send. */
   upstream?: { topics: Topics; linkTopic: string; send: SendConfig };
 }
@@ -27,6 +33,9 @@ export type Side = 'local' | 'upstream';
 
 /** Devices whose discovery configs go out per turn of the event loop (~1,000 messages for 100-point devices). */
 const DISCOVERY_SLICE = 10;
+/** Queued local messages above which a republish waits (two slices' worth), and how long it waits, ms. */
+const DISCOVERY_BACKLOG = 2000;
+const DISCOVERY_WAIT = 20;
 
 /**
  * The config topics sent for a device, without the device: the prefix and each entity's component and object id.
@@ -191,6 +200,10 @@ export class HaPublisher {
       const run = this.run;
       if (!run || this.stopped) {
         this.run = null;
+        return;
+      }
+      if ((this.sides.backlog?.() ?? 0) > DISCOVERY_BACKLOG) {
+        setTimeout(step, DISCOVERY_WAIT);
         return;
       }
       if (run.at === 0) this.publishGateway(run.sides);

@@ -10,14 +10,18 @@ import type { ExportContext, PointInfo } from '../../src/export/context.js';
 import { HaPublisher } from '../../src/export/ha-publisher.js';
 import { Topics } from '../../src/export/topics.js';
 
-function fixture(points: Record<string, PointInfo[]>) {
+function fixture(points: Record<string, PointInfo[]>, backlog?: () => number) {
   const sent: [string, string][] = [];
   const ctx = {
     gatewayId: 'gw',
     mqtt: { homeassistant: { enable: true, prefix: 'ha' } },
     devicePoints: (id: string) => points[id] ?? [],
+    shadow: {
+      GetDeviceIds: () => Object.keys(points).sort(),
+      GetDeviceRecord: (id: string) => (points[id] ? { id, modelName: 'm' } : null),
+    },
   } as unknown as ExportContext;
-  const pub = new HaPublisher(ctx, new Topics('sg'), { local: (topic, payload) => sent.push([topic, payload]) });
+  const pub = new HaPublisher(ctx, new Topics('sg'), { local: (topic, payload) => sent.push([topic, payload]), ...(backlog ? { backlog } : {}) });
   const removed = () => sent.filter(([, p]) => p === '').map(([t]) => t).sort();
   return { pub, sent, removed };
 }
@@ -54,6 +58,21 @@ test('two names with one object id are one topic, removed once', () => {
   f.sent.length = 0;
   f.pub.remove('d');
   assert.equal(f.removed(), ['ha/sensor/gw_d/x_y/config']);
+});
+
+test('a republish waits while the broker has more than two slices of messages queued', async () => {
+  const points: Record<string, PointInfo[]> = {};
+  for (let i = 0; i < 25; i++) points[`d${String(i).padStart(2, '0')}`] = [sensor('a')];
+  let queued = 5000;
+  const f = fixture(points, () => queued);
+  f.pub.republish();
+  await new Promise((r) => setTimeout(r, 100));
+  assert.is(f.sent.length, 0, 'nothing while 5,000 wait');
+  queued = 0;
+  const t0 = Date.now();
+  while (f.sent.length < 25 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 10));
+  assert.is(f.sent.length, 25, 'every device once the queue is short');
+  f.pub.stop();
 });
 
 test.run();
