@@ -5,16 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SeriesTable } from '../../src/store/history/series-table.js';
-
-/** A seeded generator (mulberry32), so a failure replays. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './history-helpers.js';
 
 test('random adds and deletions agree with a Map, the table nearly full', () => {
   for (const seed of [1, 2, 3, 42]) {
