@@ -82,11 +82,10 @@ export class SeriesTable {
   constructor(readonly capacity: number) {
     const slots = slotsFor(capacity);
     this.slots = slots;
-    this.keyDev = new Uint32Array(slots);
-    this.keyPt = new Uint32Array(slots);
-    this.keyId = new Uint32Array(slots);
-    this.ids = new Uint32Array(slots);
-    this.idSlot = new Uint32Array(slots);
+    // One allocation for the five columns.
+    const all = new Uint32Array(slots * 5);
+    const column = (i: number): Uint32Array => all.subarray(i * slots, (i + 1) * slots);
+    [this.keyDev, this.keyPt, this.keyId, this.ids, this.idSlot] = [column(0), column(1), column(2), column(3), column(4)];
   }
 
   get size(): number {
