@@ -71,11 +71,6 @@ export class SeriesRegistry {
     return this.table.size;
   }
 
-  /** Bytes the registry's table holds, whatever the number of series (fixed at open). */
-  get allocatedBytes(): number {
-    return this.table.allocatedBytes;
-  }
-
   get bytes(): number {
     return this.fileBytes;
   }
