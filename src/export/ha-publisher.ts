@@ -66,6 +66,11 @@ export class HaPublisher {
     private readonly deviceInfo: (id: string, modelName: string) => DiscoveryDevice = (_id, modelName) => ({ model: modelName }),
   ) {}
 
+  /** Distinct layouts held (devices with the same points share one). */
+  get layoutCount(): number {
+    return this.layouts.size;
+  }
+
   get prefix(): string | null {
     return this.ctx.mqtt.homeassistant.enable ? this.ctx.mqtt.homeassistant.prefix : null;
   }
@@ -129,10 +134,10 @@ export class HaPublisher {
       seen.add(`${component}/${objectId}`);
       parts.push(component, objectId);
     }
+    this.forget(id); // first: the layout it leaves may be the one it takes again
     const key = `${prefix}\n${parts.join('\n')}`;
     let layout = this.layouts.get(key);
     if (!layout) this.layouts.set(key, (layout = { prefix, parts, devices: 0 }));
-    this.forget(id);
     layout.devices++;
     this.sent.set(id, layout);
   }

@@ -32,14 +32,19 @@ test('a point dropped or turned writable: its old config removed, nothing else',
   const points = { d1: [sensor('a'), sensor('b'), sensor('c')], d2: [sensor('a'), sensor('b'), sensor('c')] };
   const f = fixture(points);
   f.pub.publish({ id: 'd1', modelName: 'm' });
+  f.pub.publish({ id: 'd1', modelName: 'm' });
+  assert.is(f.pub.layoutCount, 1, 'sent again: the same layout');
+  f.sent.length = 0;
   f.pub.publish({ id: 'd2', modelName: 'm' });
+  assert.is(f.pub.layoutCount, 1, 'shared by the two devices');
   assert.equal(f.removed(), []);
-  assert.is(f.sent.length, 6);
+  assert.is(f.sent.length, 3);
   points.d1 = [sensor('a'), { ...sensor('c'), access: 'RW' }];
   f.sent.length = 0;
   f.pub.publish({ id: 'd1', modelName: 'm' });
   assert.equal(f.removed(), ['ha/sensor/gw_d1/b/config', 'ha/sensor/gw_d1/c/config']);
   assert.ok(f.sent.some(([t, p]) => t === 'ha/number/gw_d1/c/config' && p !== ''));
+  assert.is(f.pub.layoutCount, 2);
   f.sent.length = 0;
   f.pub.publish({ id: 'd1', modelName: 'm' });
   assert.equal(f.removed(), [], 'sent again unchanged: nothing removed');
@@ -50,6 +55,7 @@ test('a point dropped or turned writable: its old config removed, nothing else',
   f.pub.remove('d2');
   f.pub.remove('d1');
   assert.equal(f.removed(), ['ha/number/gw_d1/c/config', 'ha/sensor/gw_d1/a/config'], 'd2 forgotten; d1 as last sent');
+  assert.is(f.pub.layoutCount, 0);
 });
 
 test('two names with one object id are one topic, removed once', () => {
