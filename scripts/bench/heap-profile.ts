@@ -42,7 +42,8 @@ try {
   const ports = { http: await freePort(), mqtt: await freePort(), ws: await freePort() };
   const config = path.join(dir, 'fleet.json');
   await writeFleet(config, path.join(dir, 'data'), ports, fleet);
-  const entry = existsSync(BUNDLE) ? entryOf(BUNDLE) : entryOf(MAIN);
+  // HEAP_BUNDLE: another build's bundle (a before/after comparison).
+  const entry = process.env.HEAP_BUNDLE ? entryOf(process.env.HEAP_BUNDLE) : existsSync(BUNDLE) ? entryOf(BUNDLE) : entryOf(MAIN);
   const cwd = process.cwd();
   process.chdir(out);
   const gw = await startChild(config, 60_000, entry).finally(() => process.chdir(cwd));
@@ -50,8 +51,16 @@ try {
   try {
     const pid = gw.child.pid!;
     console.log(`${describeFleet(fleet)}; ${entry.file}`);
+    // CPU seconds (user + system) from /proc/<pid>/stat, clock ticks of 1/100 s.
+    const cpu = (): number => {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(f[11]) + Number(f[12])) / 100;
+    };
     for (let t = 0; t < waitS; t += 15) {
+      const c0 = cpu();
       await settle(15_000);
+      const p99 = await metric(gw.port, 'shadowgate_event_loop_delay_window_p99_seconds');
+      console.log(`  CPU ${((cpu() - c0) / 15 * 100).toFixed(0)}% of a core, event loop p99 ${(p99 * 1000).toFixed(1)} ms`);
       const outbox = await metric(gw.port, 'shadowgate_mqtt_broker_outbox_pending');
       console.log(`t=${t + 15}s outbox ${outbox} RSS ${(rssOf(pid) / MB).toFixed(1)} MB; ${rollup(pid)}; heap used ${((await metric(gw.port, 'nodejs_heap_used_bytes')) / MB).toFixed(1)} MB`);
     }
