@@ -58,7 +58,7 @@ export function deviceRecord(t: ShadowTable, d: number): DeviceRecord {
   return {
     id: slot.id,
     modelName: slot.model,
-    points: slot.names.map((name) => pointRecord(t, slot.points.get(name)!, name)),
+    points: slot.points.names.map((name, i) => pointRecord(t, slot.points.slotAt(i), name)),
     online: state !== 'Offline',
     state,
     ttl: t.devTtl[d]!,

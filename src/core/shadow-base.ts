@@ -77,7 +77,7 @@ export class ShadowBase {
       const code = t.devState[d]!;
       states[STATES[code]!]++;
       if (code !== OFFLINE) online++;
-      points += t.devices[d]!.names.length;
+      points += t.devices[d]!.points.size;
     }
     return {
       totalDevices: this.index.size,

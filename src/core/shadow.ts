@@ -31,13 +31,13 @@ export class Shadow extends ShadowBase {
       throw new GatewayError('CAPACITY_POINTS',
         `shadow is full: device ${id} needs ${points.length} points, ${this.table.freePointSlots} of max_points ${this.table.maxPoints} left`);
     }
-    const slot = { id, model: modelName, points: new Map<string, number>(), names: [] as string[], declared: points.length > 0 };
+    const names = [...new Set(points.map((p) => p.name))];
+    const slot = { id, model: modelName, points: this.table.layouts.create(names), declared: points.length > 0 };
     const d = this.table.allocDevice(slot);
     this.table.devTtl[d] = ttlMs;
     for (const p of points) {
-      if (slot.points.has(p.name)) continue;
-      slot.points.set(p.name, this.table.allocPoint((p.report === 'always' ? REPORT_ALWAYS : 0) | (p.keep ? KEEP_VALUE : 0)));
-      slot.names.push(p.name);
+      if (slot.points.get(p.name)! >= 0) continue; // a name given twice: the first one counts
+      slot.points.assign(p.name, this.table.allocPoint((p.report === 'always' ? REPORT_ALWAYS : 0) | (p.keep ? KEEP_VALUE : 0)));
     }
     this.index.set(id, d);
     this.changeSeq++;
@@ -142,8 +142,7 @@ export class Shadow extends ShadowBase {
       let p = slots[i]!;
       if (p < 0) {
         p = t.allocPoint();
-        dev.points.set(names[i]!, p);
-        dev.names.push(names[i]!);
+        dev.points.add(names[i]!, p);
         this.structureSeq++;
       }
       const flags = ptFlags[p]!;
@@ -369,8 +368,7 @@ export class Shadow extends ShadowBase {
     if (p === undefined) {
       p = t.allocPoint();
       if (p < 0) throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${t.maxPoints} reached`);
-      dev.points.set(pointName, p);
-      dev.names.push(pointName);
+      dev.points.add(pointName, p);
       this.structureSeq++;
     }
     if (typeof value === 'number') {

@@ -12,7 +12,7 @@ export const SNAPSHOT_FORMAT = 1;
 export interface SnapshotDevice {
   id: string;
   model: string;
-  points: string[];
+  points: readonly string[];
 }
 
 export interface ShadowSnapshot {
@@ -35,9 +35,9 @@ export function takeSnapshot(shadow: Shadow, now: number): ShadowSnapshot {
   let pointCount = 0;
   for (const d of shadow.slots()) {
     const slot = t.devices[d]!;
-    // names is copied so later point additions cannot change a snapshot being written.
-    devices.push({ id: slot.id, model: slot.model, points: slot.names.slice() });
-    pointCount += slot.names.length;
+    // Later point additions cannot change a snapshot being written (a device's own names are copied).
+    devices.push({ id: slot.id, model: slot.model, points: slot.points.frozenNames() });
+    pointCount += slot.points.size;
   }
   const n = devices.length;
   const dev = {
@@ -59,7 +59,9 @@ export function takeSnapshot(shadow: Shadow, now: number): ShadowSnapshot {
     dev.state[i] = t.devState[d]!;
     dev.version[i] = t.devVersion[d]!;
     i++;
-    for (const p of t.devices[d]!.points.values()) {
+    const index = t.devices[d]!.points;
+    for (let j = 0; j < index.size; j++) {
+      const p = index.slotAt(j);
       const flags = t.ptFlags[p]!;
       pts.num[k] = t.ptNum[p]!;
       pts.updatedAt[k] = t.ptUpdatedAt[p]!;
@@ -128,8 +130,7 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
         if (slot.declared) return;
         p = t.allocPoint();
         if (p < 0) return;
-        slot.points.set(name, p);
-        slot.names.push(name);
+        slot.points.add(name, p);
       }
       const at = base + j;
       const saved = snap.pts.flags[at]!;

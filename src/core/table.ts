@@ -3,6 +3,7 @@
  * (typed arrays for numbers and times, slot arrays for strings), so memory does not grow with traffic.
  * Slots are recycled through free lists; running out is the caller's clear error, never growth.
  */
+import { Layouts, type PointIndex } from './point-index.js';
 import type { DeviceState } from './types.js';
 
 export const STATES: readonly DeviceState[] = ['Offline', 'Initializing', 'Online', 'Checking', 'MaybeOffline', 'Refreshing'];
@@ -25,10 +26,8 @@ export const KEEP_VALUE = 64;
 export interface DeviceSlot {
   id: string;
   model: string;
-  /** Point name → point slot. */
-  points: Map<string, number>;
-  /** Names in insertion order (stable output and snapshot order). */
-  names: string[];
+  /** Point name → point slot; its `names` in insertion order (stable output and snapshot order). */
+  points: PointIndex;
   /** True when points came from a model: restore only fills those. */
   declared: boolean;
 }
@@ -54,6 +53,8 @@ export class ShadowTable {
   readonly ptWriteStr: (string | undefined)[];
   /** Why a point flagged UNAVAILABLE has no value; sparse (only such points are in it). */
   readonly ptReason = new Map<number, string>();
+  /** Point names and positions shared by the devices declared with the same points (point-index.ts). */
+  readonly layouts = new Layouts();
 
   private readonly freeDevices: Int32Array;
   private freeDeviceCount: number;
@@ -114,7 +115,8 @@ export class ShadowTable {
   freeDevice(index: number): void {
     const slot = this.devices[index];
     if (!slot) return;
-    for (const p of slot.points.values()) this.freePoint(p);
+    for (let i = 0; i < slot.points.size; i++) this.freePoint(slot.points.slotAt(i));
+    slot.points.release();
     this.devices[index] = undefined;
     this.freeDevices[this.freeDeviceCount++] = index;
   }

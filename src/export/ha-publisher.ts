@@ -5,7 +5,9 @@
  * on it (`<prefix>/status` = `online`), in slices so a large fleet never stalls the event loop.
  */
 import type { ExportContext } from './context.js';
-import { discoveryMessages, discoveryNode, gatewayMessage, haId, type DiscoveryDevice, type HaPointInfo } from './homeassistant.js';
+import {
+  componentFor, configTopic, discoveryMessages, discoveryNode, gatewayMessage, haId, type DiscoveryDevice, type HaComponent, type HaPointInfo,
+} from './homeassistant.js';
 import { topicSafeDeviceId, type Topics } from './topics.js';
 
 /** Sends one config (or '' to remove it) to one side. */
@@ -17,6 +19,12 @@ export interface DiscoverySides {
    * broker memory on a Pi. HA announces itself each time it connects, and gets them then.
    */
   local: SendConfig;
+  /**
+   * Messages still waiting to go out on the embedded broker: a republish sends its next slice only when there are
+   * at most DISCOVERY_BACKLOG. Unpaced, 1,000 × 100 configs to one subscriber slower than the burst waited in the
+   * broker's outbox all at once (~75 MB of RSS, kept by the allocator after they went out).
+   */
+  backlog?: () => number;
   /** The upstream bridge, when configured: its topics, the link's state topic, and the retained send. */
   upstream?: { topics: Topics; linkTopic: string; send: SendConfig };
 }
@@ -25,9 +33,26 @@ export type Side = 'local' | 'upstream';
 
 /** Devices whose discovery configs go out per turn of the event loop (~1,000 messages for 100-point devices). */
 const DISCOVERY_SLICE = 10;
+/** Queued local messages above which a republish waits (two slices' worth), and how long it waits, ms. */
+const DISCOVERY_BACKLOG = 2000;
+const DISCOVERY_WAIT = 20;
+
+/**
+ * The config topics sent for a device, without the device: the prefix and each entity's component and object id.
+ * Devices of one model share one (interned), so what was sent costs a Map entry per device, not a topic string
+ * per point (10.5 MB for 1,000 × 100 points).
+ */
+interface Layout {
+  prefix: string;
+  /** component, object id, component, object id, … */
+  parts: readonly string[];
+  devices: number;
+}
 
 export class HaPublisher {
-  private readonly sent = new Map<string, string[]>();
+  /** Device id → the layout of the configs it was sent (their topics, rebuilt from its node). */
+  private readonly sent = new Map<string, Layout>();
+  private readonly layouts = new Map<string, Layout>();
   /** The run in slices (republish), or null. */
   private run: { ids: string[]; at: number; sides: Set<Side> } | null = null;
   private stopped = false;
@@ -40,6 +65,11 @@ export class HaPublisher {
     /** Device facts for the HA device block (manufacturer, model, versions, console URL). */
     private readonly deviceInfo: (id: string, modelName: string) => DiscoveryDevice = (_id, modelName) => ({ model: modelName }),
   ) {}
+
+  /** Distinct layouts held (devices with the same points share one). */
+  get layoutCount(): number {
+    return this.layouts.size;
+  }
 
   get prefix(): string | null {
     return this.ctx.mqtt.homeassistant.enable ? this.ctx.mqtt.homeassistant.prefix : null;
@@ -72,15 +102,51 @@ export class HaPublisher {
       viaGateway: this.sides.upstream !== undefined,
     };
     let now: Set<string> | null = null;
+    const before = this.sentTopics(dev.id);
     for (const side of sides) {
       const up = side === 'upstream' ? this.sides.upstream : undefined;
       if (side === 'upstream' && !up) continue;
       const msgs = discoveryMessages({ ...common, topics: up?.topics ?? this.topics, ...(up ? { linkTopic: up.linkTopic } : {}) });
       now ??= new Set(msgs.map((m) => m.topic));
-      for (const t of this.sent.get(dev.id) ?? []) if (!now.has(t)) this.send(side, t, '');
+      for (const t of before) if (!now.has(t)) this.send(side, t, '');
       for (const m of msgs) this.send(side, m.topic, JSON.stringify(m.payload));
     }
-    if (now) this.sent.set(dev.id, [...now]);
+    if (now) this.remember(dev.id, prefix, common.points);
+  }
+
+  /** The config topics last sent for a device. */
+  private sentTopics(id: string): string[] {
+    const layout = this.sent.get(id);
+    if (!layout) return [];
+    const node = discoveryNode(this.ctx.gatewayId, id);
+    const topics: string[] = [];
+    for (let i = 0; i < layout.parts.length; i += 2) topics.push(configTopic(layout.prefix, layout.parts[i] as HaComponent, node, layout.parts[i + 1]!));
+    return topics;
+  }
+
+  private remember(id: string, prefix: string, points: readonly HaPointInfo[]): void {
+    const parts: string[] = [];
+    const seen = new Set<string>(); // two names may map to one object id: one topic
+    for (const p of points) {
+      const component = componentFor(p);
+      const objectId = haId(p.name);
+      if (seen.has(`${component}/${objectId}`)) continue;
+      seen.add(`${component}/${objectId}`);
+      parts.push(component, objectId);
+    }
+    this.forget(id); // first: the layout it leaves may be the one it takes again
+    const key = `${prefix}\n${parts.join('\n')}`;
+    let layout = this.layouts.get(key);
+    if (!layout) this.layouts.set(key, (layout = { prefix, parts, devices: 0 }));
+    layout.devices++;
+    this.sent.set(id, layout);
+  }
+
+  private forget(id: string): void {
+    const layout = this.sent.get(id);
+    if (!layout) return;
+    this.sent.delete(id);
+    if (--layout.devices === 0) this.layouts.delete(`${layout.prefix}\n${layout.parts.join('\n')}`);
   }
 
   /**
@@ -101,8 +167,8 @@ export class HaPublisher {
 
   /** Removes a device's configs on every side (HA removes the entities). */
   remove(id: string): void {
-    for (const t of this.sent.get(id) ?? []) for (const side of this.allSides()) this.send(side, t, '');
-    this.sent.delete(id);
+    for (const t of this.sentTopics(id)) for (const side of this.allSides()) this.send(side, t, '');
+    this.forget(id);
   }
 
   /** A config topic of this gateway whose device is gone (left from before a restart): removed everywhere. */
@@ -139,6 +205,10 @@ export class HaPublisher {
       const run = this.run;
       if (!run || this.stopped) {
         this.run = null;
+        return;
+      }
+      if ((this.sides.backlog?.() ?? 0) > DISCOVERY_BACKLOG) {
+        setTimeout(step, DISCOVERY_WAIT);
         return;
       }
       if (run.at === 0) this.publishGateway(run.sides);

@@ -108,6 +108,10 @@ export function discoveryNode(gatewayId: string, deviceId: string): string {
   return `${haId(gatewayId)}_${haId(deviceId)}`;
 }
 
+/** Where one entity's config goes: `<prefix>/<component>/<node>/<object id>/config`. */
+export const configTopic = (prefix: string, component: HaComponent, node: string, objectId: string): string =>
+  `${prefix}/${component}/${node}/${objectId}/config`;
+
 /** The discovery messages for one device (one per point). */
 export function discoveryMessages(input: DiscoveryInput): DiscoveryMessage[] {
   const { prefix, gatewayId, deviceId, topics } = input;
@@ -194,6 +198,6 @@ export function discoveryMessages(input: DiscoveryInput): DiscoveryMessage[] {
         Object.assign(payload, { command_topic: topics.set(deviceId), command_template: setTemplate, max: 255 });
         break;
     }
-    return { topic: `${prefix}/${component}/${node}/${haId(p.name)}/config`, payload };
+    return { topic: configTopic(prefix, component, node, haId(p.name)), payload };
   });
 }

@@ -84,6 +84,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
     };
     const ex = new MqttExporter(ctx, topics, publish, {
       local: (topic, payload) => b.send(topic, payload, false),
+      backlog: () => b.backlog,
       // Upstream configs name the upstream topics (`<topic_prefix>/<base>/…`), where the bridge forwards them.
       ...(br ? {
         upstream: {

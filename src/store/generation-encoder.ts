@@ -44,14 +44,14 @@ export class GenerationEncoder {
     const s = this.structureOf(shadow, shadow.structureSeq, () => {
       const devSlots: number[] = [];
       const ptSlots: number[] = [];
-      const entries: [string, string, string[]][] = [];
+      const entries: [string, string, readonly string[]][] = [];
       const pointCounts: number[] = [];
       for (const d of shadow.slots()) {
         const slot = t.devices[d]!;
         devSlots.push(d);
-        for (const name of slot.names) ptSlots.push(slot.points.get(name)!);
-        entries.push([slot.id, slot.model, slot.names.slice()]);
-        pointCounts.push(slot.names.length);
+        for (let i = 0; i < slot.points.size; i++) ptSlots.push(slot.points.slotAt(i));
+        entries.push([slot.id, slot.model, slot.points.frozenNames()]);
+        pointCounts.push(slot.points.size);
       }
       return { ids: entries.map((e) => e[0]), pointCounts, devSlots: Int32Array.from(devSlots), ptSlots: Int32Array.from(ptSlots), entries };
     });
@@ -87,7 +87,7 @@ export class GenerationEncoder {
     const t0 = performance.now();
     const s = this.structureOf(snap, snap.structureSeq, () => ({
       ids: snap.devices.map((d) => d.id), pointCounts: snap.devices.map((d) => d.points.length), devSlots: new Int32Array(0), ptSlots: new Int32Array(0),
-      entries: snap.devices.map((d): [string, string, string[]] => [d.id, d.model, d.points]),
+      entries: snap.devices.map((d): [string, string, readonly string[]] => [d.id, d.model, d.points]),
     }));
     const n = snap.devices.length;
     const m = snap.pts.num.length;
@@ -108,7 +108,7 @@ export class GenerationEncoder {
   }
 
   private structureOf(owner: Shadow | ShadowSnapshot, structureSeq: number,
-    build: () => Omit<Structure, 'owner' | 'structureSeq' | 'json'> & { entries: [string, string, string[]][] }): Structure {
+    build: () => Omit<Structure, 'owner' | 'structureSeq' | 'json'> & { entries: [string, string, readonly string[]][] }): Structure {
     // A snapshot object is new on every save, so for that path the cache is keyed by content: the same
     // structureSeq and the same ids (one compare per device) mean the same structure.
     const cached = this.structure;

@@ -98,8 +98,8 @@ export class DeltaTracker {
     const ptDev: number[] = [];
     for (const d of shadow.slots()) {
       const slot = t.devices[d]!;
-      for (const name of slot.names) {
-        pts.push(slot.points.get(name)!);
+      for (let i = 0; i < slot.points.size; i++) {
+        pts.push(slot.points.slotAt(i));
         ptDev.push(devs.length);
       }
       devs.push(d);
@@ -147,7 +147,7 @@ export class DeltaTracker {
       const d = this.devSlots[i]!;
       const upd = t.devUpdatedAt[d]!;
       let all = 1;
-      const end = k + t.devices[d]!.names.length;
+      const end = k + t.devices[d]!.points.size;
       for (let j = k; j < end; j++) {
         const p = this.ptSlots[j]!;
         if ((t.ptFlags[p]! & HAS_DATA) !== 0 && t.ptUpdatedAt[p] !== upd) {

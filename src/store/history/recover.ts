@@ -22,7 +22,9 @@ export interface Loaded {
   truncatedBytes: number;
 }
 
-export async function loadSegments(dir: string, log: Logger, damage: DamageSink = ignoreDamage): Promise<Loaded> {
+/** `keep` is what is kept of each sealed segment once checked (store.ts keeps it without its index: sealed-lazy.ts). */
+export async function loadSegments(dir: string, log: Logger, damage: DamageSink = ignoreDamage,
+  keep: (seg: SealedSegment) => Segment = (seg) => seg): Promise<Loaded> {
   const seqs = new Map<number, Set<string>>();
   for (const name of await readdir(dir)) {
     if (name.endsWith('.tmp')) {
@@ -44,7 +46,7 @@ export async function loadSegments(dir: string, log: Logger, damage: DamageSink 
       const segPath = join(dir, fileName(seq, 'seg'));
       const seg = await SealedSegment.load(seq, segPath).catch(() => null);
       if (seg) {
-        out.segments.push(seg);
+        out.segments.push(keep(seg));
         // Sealing finished but the crash came before the log was removed.
         if (kinds.has('log')) await rm(logPath, { force: true });
         continue;

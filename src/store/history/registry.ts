@@ -10,15 +10,9 @@ import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promi
 import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
 import { ignoreDamage, type DamageSink } from '../damage.js';
+import { SeriesTable } from './series-table.js';
 
 export const REGISTRY_FILE = 'series.jsonl';
-
-interface SeriesName {
-  device: string;
-  point: string;
-}
-
-const key = (device: string, point: string): string => `${device}\u0000${point}`;
 
 /** fh.write may be short (a disk filling up); the next write then throws ENOSPC. */
 async function writeAll(fh: FileHandle, data: Buffer): Promise<void> {
@@ -26,26 +20,31 @@ async function writeAll(fh: FileHandle, data: Buffer): Promise<void> {
 }
 
 export class SeriesRegistry {
-  private readonly byKey = new Map<string, number>();
-  private readonly byId = new Map<number, SeriesName>();
+  /** Typed arrays sized once from maxSeries (or the file's series, when more): series-table.ts. */
+  private readonly table: SeriesTable;
   private pending: string[] = [];
   private nextId = 1;
   private fileBytes = 0;
   private lines = 0;
 
-  private constructor(private readonly path: string, private readonly maxSeries: number) {}
+  private constructor(private readonly path: string, private readonly maxSeries: number, capacity: number) {
+    this.table = new SeriesTable(capacity);
+  }
 
   static async open(dir: string, maxSeries: number, log: Logger, damage: DamageSink = ignoreDamage): Promise<SeriesRegistry> {
-    const reg = new SeriesRegistry(join(dir, REGISTRY_FILE), maxSeries);
+    const path = join(dir, REGISTRY_FILE);
     let text = '';
     try {
-      text = await readFile(reg.path, 'utf8');
+      text = await readFile(path, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err }, 'history: series registry unreadable');
     }
+    const lines = text.split('\n');
+    // A file written under a larger max_points keeps all its series (new ones are refused past maxSeries).
+    const reg = new SeriesRegistry(path, maxSeries, Math.max(maxSeries, lines.length));
     let records = 0;
     let torn = false;
-    for (const line of text.split('\n')) {
+    for (const line of lines) {
       if (!line) continue;
       if (!reg.apply(line)) {
         log.warn('history: series registry ends with a torn line; dropped');
@@ -59,7 +58,7 @@ export class SeriesRegistry {
     // Nothing readable at all is damage, not a torn last line: the file is kept aside whole.
     if (torn && records === 0) await damage.setAside(reg.path, 'history series registry unreadable: the history recorded so far cannot be named');
     else if (torn) await damage.repaired(reg.path, `history series registry: a torn line after ${records} records dropped`);
-    if (torn || (text !== '' && !text.endsWith('\n')) || records !== reg.byId.size + 1) {
+    if (torn || (text !== '' && !text.endsWith('\n')) || records !== reg.table.size + 1) {
       await reg.rewrite();
     } else {
       reg.fileBytes = Buffer.byteLength(text);
@@ -69,7 +68,7 @@ export class SeriesRegistry {
   }
 
   get size(): number {
-    return this.byId.size;
+    return this.table.size;
   }
 
   get bytes(): number {
@@ -81,34 +80,29 @@ export class SeriesRegistry {
   }
 
   lookup(device: string, point: string): number | undefined {
-    return this.byKey.get(key(device, point));
+    return this.table.get(device, point);
   }
 
   isLive(id: number): boolean {
-    return this.byId.has(id);
+    return this.table.has(id);
   }
 
   /** The id for a series, registering it; undefined when the registry is full (sample refused). */
   idFor(device: string, point: string): number | undefined {
-    const k = key(device, point);
-    const found = this.byKey.get(k);
+    const found = this.table.get(device, point);
     if (found !== undefined) return found;
-    if (this.byId.size >= this.maxSeries) return undefined;
+    if (this.table.size >= this.maxSeries) return undefined;
     const id = this.nextId++;
-    this.byKey.set(k, id);
-    this.byId.set(id, { device, point });
+    this.table.set(id, device, point);
     this.pending.push(JSON.stringify({ id, device, point }));
     return id;
   }
 
   /** Forgets every series of a device; returns their ids. */
   deleteDevice(device: string): number[] {
-    const ids: number[] = [];
-    for (const [id, name] of this.byId) {
-      if (name.device !== device) continue;
-      ids.push(id);
-      this.byId.delete(id);
-      this.byKey.delete(key(name.device, name.point));
+    const ids = this.table.idsOf(device);
+    for (const id of ids) {
+      this.table.delete(id);
       this.pending.push(JSON.stringify({ del: id }));
     }
     return ids;
@@ -155,12 +149,10 @@ export class SeriesRegistry {
     if (typeof r.next === 'number') {
       this.nextId = Math.max(this.nextId, r.next);
     } else if (typeof r.del === 'number') {
-      const name = this.byId.get(r.del);
-      if (name) this.byKey.delete(key(name.device, name.point));
-      this.byId.delete(r.del);
-    } else if (typeof r.id === 'number' && typeof r.device === 'string' && typeof r.point === 'string') {
-      this.byKey.set(key(r.device, r.point), r.id);
-      this.byId.set(r.id, { device: r.device, point: r.point });
+      this.table.delete(r.del);
+    } else if (typeof r.id === 'number' && Number.isInteger(r.id) && r.id >= 1 && r.id <= 0xffffffff
+      && typeof r.device === 'string' && typeof r.point === 'string') {
+      this.table.set(r.id, r.device, r.point);
       this.nextId = Math.max(this.nextId, r.id + 1);
     } else {
       return false;
@@ -170,7 +162,7 @@ export class SeriesRegistry {
 
   private async rewrite(): Promise<void> {
     const lines = [JSON.stringify({ next: this.nextId })];
-    for (const [id, name] of this.byId) lines.push(JSON.stringify({ id, device: name.device, point: name.point }));
+    for (const id of this.table.liveIds()) lines.push(JSON.stringify(this.table.entry(id)));
     const data = Buffer.from(`${lines.join('\n')}\n`);
     const tmp = `${this.path}.tmp`;
     const fh = await open(tmp, 'w');

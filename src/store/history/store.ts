@@ -14,6 +14,7 @@ import { SeriesRegistry } from './registry.js';
 import { SampleBuffer } from './sample-buffer.js';
 import { fileName, loadSegments } from './recover.js';
 import { writeAt } from './scan.js';
+import { LazySealedSegment, SealedIndexCache } from './sealed-lazy.js';
 import { LogSegment, SealedSegment, type Segment } from './segment.js';
 import type { HistoryOptions, HistoryStats, HistoryStore } from './types.js';
 
@@ -48,6 +49,8 @@ class FileHistoryStore implements HistoryStore {
   private readonly blocks = new FlushBlocks();
   /** The buffer seals read their log into, kept (compact.ts); seals too run one at a time on the queue. */
   private readonly sealScratch: SealScratch = { buf: null };
+  /** The few sealed segments' indexes kept in memory (sealed-lazy.ts). */
+  private readonly indexes = new SealedIndexCache();
   private queue: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -71,7 +74,7 @@ class FileHistoryStore implements HistoryStore {
 
   /** Reads the directory back (recover.ts), resumes the newest log, starts the flush timer. */
   async load(): Promise<void> {
-    const found = await loadSegments(this.opts.dir, this.log, this.opts.damage);
+    const found = await loadSegments(this.opts.dir, this.log, this.opts.damage, (seg) => new LazySealedSegment(seg, this.indexes));
     this.sealed = found.segments;
     this.nextSeq = found.nextSeq;
     this.counts.truncated = found.truncatedBytes;
@@ -318,7 +321,8 @@ class FileHistoryStore implements HistoryStore {
       const sealed = wrote ? await SealedSegment.load(seg.seq, out) : null;
       if (wrote && !sealed) throw new Error('sealed segment failed verification');
       const i = this.sealed.indexOf(seg);
-      if (sealed && i >= 0) this.sealed.splice(i, 0, sealed);
+      // The newest data is the likeliest to be asked for: its index stays loaded until others push it out.
+      if (sealed && i >= 0) this.sealed.splice(i, 0, new LazySealedSegment(sealed, this.indexes, true));
       await this.retire(seg);
       this.counts.compactions++;
     } catch (err) {
@@ -334,6 +338,7 @@ class FileHistoryStore implements HistoryStore {
     const i = this.sealed.indexOf(seg);
     if (i >= 0) this.sealed.splice(i, 1);
     seg.retired = true;
+    if (seg instanceof LazySealedSegment) seg.forget();
     if (seg.refs === 0) await rm(seg.path, { force: true });
   }
 
