@@ -7,6 +7,7 @@ import net from 'node:net';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
+import { writeToStream } from 'mqtt-packet';
 import { WebSocketServer, createWebSocketStream } from 'ws';
 import type { Duplex } from 'node:stream';
 import { FailureBackoff, sourceKey } from '../util/auth-backoff.js';
@@ -101,6 +102,10 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     });
   };
 
+  // mqtt-packet (Aedes' and the bridge's encoder) otherwise builds, at the first packet it writes, a Buffer for
+  // each of the 65,536 two-byte numbers: 6.6 MB of heap, 14 MB of RSS with Node's default flags, kept for the
+  // process's life, to save a 2-byte allocation per packet id and topic length.
+  writeToStream.cacheNumbers = false;
   const aedes = await Aedes.createBroker({
     id: 'shadowgate',
     authenticate(client, username, password, done) {
