@@ -35,6 +35,8 @@ const LIVE = process.env.BUS_BENCH_LIVE !== '0';
 const BAUD = 9600;
 const POLL_MS = 1000;
 const TARGET = { cpuPct: 1.2, msPerRequest: 1.5, rssMb: 50 };
+/** Against the bare loop measured in the same run: CPU per request at most 1.3×, RSS at most 15 MB more. */
+const VS_LOOP = { cpuRatio: 1.3, rssOverMb: 15 };
 
 /** Library models with a devices.py image each: 13 + 8 + 6 + 4 = 31 points. */
 const DEVICES: BenchDevice[] = [
@@ -234,6 +236,14 @@ async function fixedValues(entry: string, spec: string, cfg: string): Promise<{ 
         name: 'Real bus RSS', measured: gw.window.rssPeakMb, target: TARGET.rssMb, unit: 'MB', higherIsBetter: false,
         note: `peak of 1 s samples; last ${f1(gw.window.rssLastMb)} MB = anon ${f1(gw.window.rssAnonMb)} + file-backed ${f1(gw.window.rssFileMb)}; ` +
           `reference ${f1(ref.window.rssPeakMb)} MB (anon ${f1(ref.window.rssAnonMb)}); ${cfg}, values fixed`,
+      },
+      {
+        name: 'Real bus CPU per request vs the bare loop', measured: msPerRequest(gw) / msPerRequest(ref), target: VS_LOOP.cpuRatio, unit: '×', higherIsBetter: false,
+        note: `${f2(msPerRequest(gw))} vs ${f2(msPerRequest(ref))} ms/request, same rig, same run; ${cfg}, values fixed`,
+      },
+      {
+        name: 'Real bus RSS over the bare loop', measured: gw.window.rssPeakMb - ref.window.rssPeakMb, target: VS_LOOP.rssOverMb, unit: 'MB', higherIsBetter: false,
+        note: `peaks ${f1(gw.window.rssPeakMb)} vs ${f1(ref.window.rssPeakMb)} MB (anon ${f1(gw.window.rssAnonMb)} vs ${f1(ref.window.rssAnonMb)}), same run; ${cfg}, values fixed`,
       },
     ];
     return { results, referenceNote };
