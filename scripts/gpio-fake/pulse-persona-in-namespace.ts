@@ -9,7 +9,7 @@
  * namespace: it mounts a tmpfs over /sys/class (it refuses when it is not in one).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -115,6 +115,8 @@ async function exercise(result: Record<string, unknown>): Promise<Record<string,
   const dataDir = path.join(workDir!, 'data');
 
   let gw = await startGateway(configFile, dataDir);
+  // The gateway's ready line can come before its GPIO bus has exported the line (a loaded machine showed it).
+  await waitFor('the S0 line exported by the gateway', () => (existsSync(S0_VALUE) ? true : undefined), 10_000);
   // The S0 transistor is off: the pull-up holds the line high (the fake kernel exports it low).
   writeFileSync(S0_VALUE, '1\n');
   let client = await RawModbusClient.open(port);
