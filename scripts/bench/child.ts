@@ -1,6 +1,6 @@
 /** Spawning a built gateway (dist/) for process-level benchmarks, and reading what it reports. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { unitEnvironment, unitNodeFlags } from '../unit.js';
@@ -94,4 +94,15 @@ export function stopChild(child: ChildProcess): Promise<void> {
 export function rssOf(pid: number): number {
   const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return Number(kb) * 1024;
+}
+
+/** Bytes of the files under `dir` (0 when it does not exist). */
+export function dirBytes(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let sum = 0;
+  for (const f of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, f.name);
+    sum += f.isDirectory() ? dirBytes(p) : statSync(p).size;
+  }
+  return sum;
 }

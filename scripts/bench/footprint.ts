@@ -11,12 +11,12 @@
  * Run alone: `node --import tsx scripts/bench/footprint.ts`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { BUNDLE, entryOf, MAIN, rssOf, startChild, stopChild, UNIT_FLAGS, type Running } from './child.js';
+import { BUNDLE, dirBytes, entryOf, MAIN, rssOf, startChild, stopChild, UNIT_FLAGS, type Running } from './child.js';
 import { describeFleet, FLEET_1, FLEET_F, POINTS_PER_DEVICE, writeFleet, type FleetOptions } from './fleet-f.js';
 import { freePort } from '../../test/drivers/modbus-rig.js';
 import { report, type Result } from './report.js';
@@ -35,15 +35,6 @@ function unitMemoryMax(): number {
 
 const writeBytes = (pid: number): number => Number(/^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN);
 
-function dirBytes(dir: string): number {
-  if (!existsSync(dir)) return 0;
-  let sum = 0;
-  for (const f of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, f.name);
-    sum += f.isDirectory() ? dirBytes(p) : statSync(p).size;
-  }
-  return sum;
-}
 
 async function metric(port: number, name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -8,11 +8,11 @@
  * 512MB holds about 60 of 8 MiB), LONGRUN_MIN (default 20 minutes).
  * Run alone: `node --import tsx scripts/bench/long-run.ts` (the release bundle when built: make dist).
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { BUNDLE, entryOf, MAIN, rssOf, startChild } from './child.js';
+import { BUNDLE, dirBytes, entryOf, MAIN, rssOf, startChild } from './child.js';
 import { describeFleet, FLEET_F, fleetConfig } from './fleet-f.js';
 import { freePort } from '../../test/drivers/modbus-rig.js';
 import { report } from './report.js';
@@ -21,16 +21,6 @@ const MAX_DISK = process.env.LONGRUN_MAX_DISK ?? '64MB';
 const MINUTES = Number(process.env.LONGRUN_MIN ?? 20);
 const MB = 2 ** 20;
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function dirBytes(dir: string): number {
-  if (!existsSync(dir)) return 0;
-  let sum = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    sum += e.isDirectory() ? dirBytes(p) : statSync(p).size;
-  }
-  return sum;
-}
 
 const sealed = (dir: string): number => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.seg')).length : 0);
 
