@@ -48,6 +48,13 @@ test('a soak without its load (a capacity of 0 measured) is a MISS, not a pass',
   const none = soakRow(run(0));
   assert.not.ok(none.ok);
   assert.match(none.note ?? '', 'no load to serve');
+  // A low set capacity (16/s: a loaded machine): the window still unanswered at the end is served load...
+  const slow = run(16);
+  assert.ok(soakRow({ ...slow, sets: { ...slow.sets, ok: 8 * 100 - 23, inFlight: 23 } }).ok);
+  // ... but a gateway that stopped answering halfway is not.
+  const stuck = soakRow({ ...slow, sets: { ...slow.sets, ok: 400, inFlight: 32, behind: 368 } });
+  assert.not.ok(stuck.ok);
+  assert.match(stuck.note ?? '', 'load not served');
 });
 
 test('the gateway runs with the node flags and the environment of the systemd unit', () => {
