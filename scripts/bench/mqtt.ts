@@ -220,8 +220,8 @@ const viaMosquitto = (dir: string) => async (ctx: ExportContext): Promise<Target
   const exporter = new MqttExporter(ctx, new Topics(ctx.mqtt.base_topic), (topic, payload, retain) => {
     client.publish(topic, payload, { qos: 0, retain });
   });
-  exporter.start([]);
-  exporter.republishDiscovery();
+  exporter.start();
+  exporter.publishAll([], () => exporter.republishDiscovery());
   return {
     name: 'Mosquitto 2 (reference)', port: broker.port,
     async stop() {

@@ -28,6 +28,11 @@ export interface BrokerOptions {
   discovery?: { prefix: string; nodePrefix: string };
   retained: RetainedStore;
   log: Logger;
+  /**
+   * Accepted connections wait (unread) until `admit()`: the gateway publishes every device's retained state
+   * after it serves, and a client that connects meanwhile must still find all of it when its CONNACK comes.
+   */
+  hold?: boolean;
 }
 
 interface RetainedPersistence {
@@ -48,6 +53,8 @@ export interface Broker {
   /** Messages queued in the outbox, not yet handed to aedes (it waits for a slow subscriber's socket to drain). */
   readonly backlog: number;
   onClientPublish(fn: ClientPublishHandler): void;
+  /** Hands the connections held so far to aedes and stops holding (BrokerOptions.hold). */
+  admit(): void;
   stats(): Record<string, unknown>;
   close(): Promise<void>;
 }
@@ -93,13 +100,29 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
   const dropped = new WeakSet<object>();
   const warned = new WeakSet<Client>();
   /** Every client connection, TCP or WebSocket: bounded packets, then aedes. */
-  const handle = (conn: Duplex, req?: http.IncomingMessage): void => {
+  const serve = (conn: Duplex, req?: http.IncomingMessage): void => {
     aedes.handle(conn, req as never);
     watchPacketSizes(conn, MAX_CLIENT_PACKET, (announced) => {
       counters.oversizedPackets++;
       log.warn({ announced, limit: MAX_CLIENT_PACKET }, 'mqtt client closed: packet too large or malformed');
       conn.destroy();
     });
+  };
+  /** Connections waiting for admit(): not read (no 'data' listener yet), only guarded against an unhandled 'error'. */
+  let held: { conn: Duplex; req: http.IncomingMessage | undefined }[] | null = opts.hold ? [] : null;
+  const ignoreError = (): void => {};
+  const handle = (conn: Duplex, req?: http.IncomingMessage): void => {
+    if (!held) return serve(conn, req);
+    conn.on('error', ignoreError);
+    held.push({ conn, req });
+  };
+  const admit = (): void => {
+    const waiting = held ?? [];
+    held = null;
+    for (const { conn, req } of waiting) {
+      conn.off('error', ignoreError);
+      if (!conn.destroyed) serve(conn, req);
+    }
   };
 
   // mqtt-packet (Aedes' and the bridge's encoder) otherwise builds, at the first packet it writes, a Buffer for
@@ -286,9 +309,12 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     onClientPublish(fn) {
       handlers.push(fn);
     },
+    admit,
     stats: () => ({ ...counters, outboxPending: outbox.pending, clients: aedes.connectedClients, retained: retained.size, retainedFileWrites: retained.writes, tcpPort: port, wsPort }),
     async close() {
       closing = true;
+      for (const { conn } of held ?? []) conn.destroy();
+      held = null;
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       await new Promise<void>((r) => aedes.close(() => r()));

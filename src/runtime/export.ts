@@ -21,7 +21,7 @@ export type { ExportContext, MqttConfig, ShadowExportConfig, BridgeConfig, Point
 
 export interface ExportPart extends Part {
   stats(): Record<string, unknown>;
-  /** Starts Home Assistant discovery (in slices) once the gateway serves. */
+  /** Publishes every device's retained state, admits MQTT clients, then starts Home Assistant discovery (in slices). */
   ready(): void;
   /** Bound ports (0 when MQTT is disabled or before start). */
   readonly mqttPort: number;
@@ -38,6 +38,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
   let bridge: Bridge | null = null;
   let exporter: MqttExporter | null = null;
   let shadowExport: ShadowExport | null = null;
+  let publishAll = (): void => {};
 
   const startMqtt = async (topics: Topics): Promise<Publish> => {
     const users = new UserDirectory(ctx.mqtt.users, ctx.mqtt.allow_anonymous);
@@ -56,6 +57,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
       discovery: ha.enable ? { prefix: ha.prefix, nodePrefix: discoveryNode(ctx.gatewayId, '') } : undefined,
       retained,
       log: log.child({ part: 'mqtt' }),
+      hold: true,
     });
     broker = b;
     await pieces.start(piece('broker', () => b.close()));
@@ -96,8 +98,14 @@ export function createExportPart(ctx: ExportContext): ExportPart {
     }, (id, modelName) => ctx.deviceInfo?.(id, modelName) ?? { model: modelName });
     exporter = ex;
     b.onClientPublish((topic, payload, principal) => ex.onClientPublish(topic, payload, principal));
-    ex.start(retained.topics());
+    const retainedTopics = retained.topics();
+    ex.start();
     await pieces.start(piece('exporter', () => ex.stop()));
+    // Every device's retained state follows once the gateway serves (ready); clients connect when it is all there.
+    publishAll = () => ex.publishAll(retainedTopics, () => {
+      b.admit();
+      ex.republishDiscovery();
+    });
     if (br) await pieces.start({ name: 'bridge', start: () => br.start(), stop: () => br.stop() });
     return publish;
   };
@@ -133,7 +141,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
       }
     },
     stop: () => pieces.stopAll(),
-    ready: () => exporter?.republishDiscovery(),
+    ready: () => publishAll(),
     stats: () => ({
       broker: broker?.stats() ?? null,
       exporter: exporter?.stats() ?? null,

@@ -3,7 +3,7 @@
  * read as it is (no 5 MB rewrite + fsync of flash at every start of a 100k-series gateway), one with deleted
  * series or a torn last line is compacted, and either way the ids survive.
  */
-import { appendFile, readFile, stat } from 'node:fs/promises';
+import { appendFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -53,6 +53,37 @@ test('deleted series or a torn last line: compacted at open, live ids kept, ids 
     assert.is.not(await inode(dir), torn, 'the torn line is cut by a rewrite');
     assert.ok((await readFile(join(dir, REGISTRY_FILE), 'utf8')).endsWith('}\n'));
     assert.is(third.lookup('d', 'a'), a);
+  }));
+
+test('lines of any valid form read alike: escapes, non-ASCII names, other key orders, next and del', () =>
+  withDir(async (dir) => {
+    const lines = [
+      '{"next":40}',
+      '{"id":1,"device":"dev-1","point":"p0"}',
+      String.raw`{"id":2,"device":"z\u00e4hler \"A\"","point":"p\\1"}`,
+      '{"id":3,"device":"zähler-B","point":"leistung°"}',
+      '{"point":"p2","id":4,"device":"dev-1"}',
+      '{ "id": 5, "device": "dev-2", "point": "p0" }',
+      '{"id":6,"device":"dev-2","point":"gone"}',
+      '{"del":6}',
+    ];
+    await writeFile(join(dir, REGISTRY_FILE), `${lines.join('\n')}\n`);
+    const reg = await SeriesRegistry.open(dir, 100, silentLogger);
+    assert.equal(
+      [reg.lookup('dev-1', 'p0'), reg.lookup('zähler "A"', 'p\\1'), reg.lookup('zähler-B', 'leistung°'), reg.lookup('dev-1', 'p2'), reg.lookup('dev-2', 'p0'), reg.lookup('dev-2', 'gone')],
+      [1, 2, 3, 4, 5, undefined],
+    );
+    assert.is(reg.size, 5);
+    assert.is(reg.idFor('dev-3', 'p0'), 40, 'next id from the next line');
+  }));
+
+test('a line that is no record ends the registry there, also one close to the common shape', () =>
+  withDir(async (dir) => {
+    for (const bad of ['{"id":07,"device":"d","point":"b"}', '{"id":0,"device":"d","point":"b"}', '{"id":2,"device":"d","point":"b"} x', '{"id":2,"device":"d\u0001","point":"b"}']) {
+      await writeFile(join(dir, REGISTRY_FILE), `{"next":1}\n{"id":1,"device":"d","point":"a"}\n${bad}\n{"id":3,"device":"d","point":"c"}\n`);
+      const reg = await SeriesRegistry.open(dir, 100, silentLogger);
+      assert.equal([reg.lookup('d', 'a'), reg.lookup('d', 'b'), reg.lookup('d', 'c')], [1, undefined, undefined], bad);
+    }
   }));
 
 test.run();

@@ -10,6 +10,7 @@ import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promi
 import { join } from 'node:path';
 import type { Logger } from '../../util/logger.js';
 import { ignoreDamage, type DamageSink } from '../damage.js';
+import { readRegistryLines, type RegistryRecord } from './registry-lines.js';
 import { SeriesTable } from './series-table.js';
 
 export const REGISTRY_FILE = 'series.jsonl';
@@ -33,35 +34,28 @@ export class SeriesRegistry {
 
   static async open(dir: string, maxSeries: number, log: Logger, damage: DamageSink = ignoreDamage): Promise<SeriesRegistry> {
     const path = join(dir, REGISTRY_FILE);
-    let text = '';
+    let bytes = Buffer.alloc(0);
     try {
-      text = await readFile(path, 'utf8');
+      bytes = await readFile(path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ err }, 'history: series registry unreadable');
     }
-    const lines = text.split('\n');
-    // A file written under a larger max_points keeps all its series (new ones are refused past maxSeries).
-    const reg = new SeriesRegistry(path, maxSeries, Math.max(maxSeries, lines.length));
-    let records = 0;
-    let torn = false;
-    for (const line of lines) {
-      if (!line) continue;
-      if (!reg.apply(line)) {
-        log.warn('history: series registry ends with a torn line; dropped');
-        torn = true;
-        break;
-      }
-      records++;
-    }
+    // A file written under a larger max_points keeps all its series (new ones are refused past maxSeries):
+    // room for one series a line at most.
+    let lines = 0;
+    for (let i = bytes.indexOf(0x0a); i >= 0; i = bytes.indexOf(0x0a, i + 1)) lines++;
+    const reg = new SeriesRegistry(path, maxSeries, Math.max(maxSeries, lines + 1));
+    const { records, torn } = readRegistryLines(bytes, (rec) => reg.apply(rec));
+    if (torn) log.warn('history: series registry ends with a torn line; dropped');
     // Rewritten only when it holds more than its live series (deleted ones, several `next` lines) or a torn or
     // unterminated line: rewriting 100k compact lines at every start was ~5 MB and an fsync of flash per boot.
     // Nothing readable at all is damage, not a torn last line: the file is kept aside whole.
     if (torn && records === 0) await damage.setAside(reg.path, 'history series registry unreadable: the history recorded so far cannot be named');
     else if (torn) await damage.repaired(reg.path, `history series registry: a torn line after ${records} records dropped`);
-    if (torn || (text !== '' && !text.endsWith('\n')) || records !== reg.table.size + 1) {
+    if (torn || (bytes.length > 0 && bytes[bytes.length - 1] !== 0x0a) || records !== reg.table.size + 1) {
       await reg.rewrite();
     } else {
-      reg.fileBytes = Buffer.byteLength(text);
+      reg.fileBytes = bytes.length;
       reg.lines = records;
     }
     return reg;
@@ -137,23 +131,14 @@ export class SeriesRegistry {
     this.lines += batch.length;
   }
 
-  private apply(line: string): boolean {
-    let rec: unknown;
-    try {
-      rec = JSON.parse(line);
-    } catch {
-      return false;
-    }
-    if (typeof rec !== 'object' || rec === null) return false;
-    const r = rec as Record<string, unknown>;
-    if (typeof r.next === 'number') {
-      this.nextId = Math.max(this.nextId, r.next);
-    } else if (typeof r.del === 'number') {
-      this.table.delete(r.del);
-    } else if (typeof r.id === 'number' && Number.isInteger(r.id) && r.id >= 1 && r.id <= 0xffffffff
-      && typeof r.device === 'string' && typeof r.point === 'string') {
-      this.table.set(r.id, r.device, r.point);
-      this.nextId = Math.max(this.nextId, r.id + 1);
+  private apply(rec: RegistryRecord): boolean {
+    if (rec.kind === 'next') {
+      this.nextId = Math.max(this.nextId, rec.next);
+    } else if (rec.kind === 'del') {
+      this.table.delete(rec.id);
+    } else if (Number.isInteger(rec.id) && rec.id >= 1 && rec.id <= 0xffffffff) {
+      this.table.set(rec.id, rec.device, rec.point);
+      this.nextId = Math.max(this.nextId, rec.id + 1);
     } else {
       return false;
     }
