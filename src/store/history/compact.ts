@@ -86,7 +86,7 @@ async function buildTail(fh: FileHandle, size: number, isLive: (series: number) 
   const win = new LogWindow(fh, size, scratch.buf ?? Buffer.allocUnsafe(WINDOW_BYTES));
   for (let pos = 0, blocks = 0; ; blocks++) {
     if (blocks % CHECK_EVERY === 0) await budget.maybeYield();
-    const meta = await win.block(pos);
+    const meta = win.held(pos) ?? await win.block(pos);
     if (!meta) break;
     const rel = pos - win.base();
     if (!checkBlock(win.view, rel, meta)) break;
@@ -125,7 +125,7 @@ async function buildTail(fh: FileHandle, size: number, isLive: (series: number) 
       if (i % CHECK_EVERY === 0) await budget.maybeYield();
       const slot = slotOf[i]!;
       if (slot < 0) continue;
-      const meta = await win.block(offsets[i]!);
+      const meta = win.held(offsets[i]!) ?? await win.block(offsets[i]!);
       if (!meta) throw new Error(`history log: the block at ${offsets[i]} changed during its seal`);
       feedBlock(win.view, offsets[i]! - win.base(), meta, slot, stream);
     }

@@ -26,6 +26,8 @@ export class LogWindow {
    * `pos - base()`. Null at the end of the data or where no whole block starts.
    */
   async block(pos: number): Promise<BlockMeta | null> {
+    const held = this.held(pos);
+    if (held !== undefined) return held;
     if (pos + HEADER_BYTES > this.size) return null;
     if (pos < this.start || pos + HEADER_BYTES > this.start + this.view.length) await this.fill(pos, HEADER_BYTES);
     const meta = parseHeader(this.view, pos - this.start);
@@ -34,6 +36,20 @@ export class LogWindow {
     if (pos + total > this.size) return null;
     if (pos + total > this.start + this.view.length) await this.fill(pos, total);
     return meta;
+  }
+
+  /**
+   * block(pos) without a read: undefined when the window does not hold the whole block (nearly every block of a
+   * window is found here, so the seal's loops await a read once a window, not once a block).
+   */
+  held(pos: number): BlockMeta | null | undefined {
+    const rel = pos - this.start;
+    if (rel < 0 || rel + HEADER_BYTES > this.view.length) return undefined;
+    const meta = parseHeader(this.view, rel);
+    if (!meta) return null;
+    const end = pos + HEADER_BYTES + meta.payloadLen;
+    if (end > this.size) return null;
+    return end <= this.start + this.view.length ? meta : undefined;
   }
 
   /** File offset of `view[0]`. */
