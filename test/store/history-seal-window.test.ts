@@ -2,7 +2,8 @@
  * A seal reads its log through a fixed window (log-window.ts) and rolls numeric series up as the samples stream
  * past (rollup-stream.ts): a log several windows long with blocks across the windows' edges, a block longer than
  * the window, and a series whose samples are out of time order in the log (read again and sorted) must seal to
- * the values and rollups their raw samples give.
+ * the values and rollups their raw samples give. A flush that would take a log past its block limit starts the
+ * next log (the log index stops at the limit).
  */
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,8 +14,8 @@ import { FlushBlocks } from '../../src/store/history/flush-blocks.js';
 import { HOUR, KIND_HOUR, KIND_MINUTE, MINUTE, ROLLUP_FIELDS, emptySamples } from '../../src/store/history/format.js';
 import { WINDOW_BYTES } from '../../src/store/history/log-window.js';
 import { SampleBuffer } from '../../src/store/history/sample-buffer.js';
-import { SealedSegment } from '../../src/store/history/segment.js';
-import { withDir, within } from './history-helpers.js';
+import { MAX_LOG_BLOCKS, SealedSegment } from '../../src/store/history/segment.js';
+import { FakeClock, open, withDir, within } from './history-helpers.js';
 
 const T0 = Date.UTC(2024, 4, 1);
 const BIG = 1; // one block longer than the window
@@ -79,5 +80,28 @@ test('a log of several windows, a block longer than the window, a series out of 
     }
     assert.ok(seg.hasRollups(BACK, KIND_MINUTE) && seg.hasRollups(BIG, KIND_MINUTE), 'the cases under test have rollups');
   })));
+
+test('a flush that would take the log past its block limit starts the next log; the full one is sealed', () =>
+  within(withDir(async (dir) => {
+    const clock = new FakeClock(T0);
+    const store = await open(dir, clock, { segmentSpan: 86_400_000, segmentBytes: 32 << 20, maxSeries: 65_536 });
+    const series = 50_000; // three flushes of a block each: 150,000 blocks
+    assert.ok(2 * series <= MAX_LOG_BLOCKS && 3 * series > MAX_LOG_BLOCKS);
+    try {
+      for (let f = 0; f < 3; f++) {
+        for (let s = 0; s < series; s++) store.record('d', `p${s}`, T0 + f * 1000, s + f);
+        await store.flush();
+      }
+      assert.equal((await readdir(dir)).filter((f) => /\.(log|seg)$/.test(f)).sort(), ['0000000001.seg', '0000000002.log'],
+        'the first two flushes sealed, the third in a log of its own');
+      assert.is(store.stats().compactions, 1);
+      for (const s of [0, 31_337, series - 1]) {
+        const rows = await store.readRaw('d', `p${s}`, T0, T0 + 10_000, 10);
+        assert.equal(rows.map((r) => r.value), [s, s + 1, s + 2], `p${s}`);
+      }
+    } finally {
+      await store.close();
+    }
+  }), 60_000));
 
 test.run();
