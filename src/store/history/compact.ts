@@ -73,6 +73,11 @@ export async function sealLog(logPath: string, dataEnd: number, outPath: string,
 
 /** Blocks between two looks at the clock: a block's CRC is a few µs, so a slice overruns its budget by well under 1 ms. */
 const CHECK_EVERY = 64;
+/**
+ * A seal's slice of a turn, half the default: a seal is background work, and in fleet F the same turn may also
+ * carry a flush's slice, a batch of device polls and their MQTT publishes, so the seal takes the smaller share.
+ */
+const SEAL_SLICE_MS = 4;
 
 /**
  * The bytes appended after the log's first `size` bytes; null when no live series has a block in it. Two passes
@@ -80,7 +85,7 @@ const CHECK_EVERY = 64;
  * that get rollups to a RollupStream. Every loop yields to the event loop every few ms (util/turn-budget.ts).
  */
 async function buildTail(fh: FileHandle, size: number, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer | null> {
-  const budget = new TurnBudget();
+  const budget = new TurnBudget(SEAL_SLICE_MS);
   const index = scratch.index ?? (scratch.index = new BlockIndex());
   index.n = 0;
   const win = new LogWindow(fh, size, scratch.buf ?? Buffer.allocUnsafe(WINDOW_BYTES));
