@@ -52,10 +52,15 @@ export async function sealLog(logPath: string, dataEnd: number, outPath: string,
     const size = Math.min(dataEnd, (await fh.stat()).size);
     const tail = await buildTail(fh, size, isLive, scratch);
     if (!tail) return 0;
+    let bytes = 0;
     try {
       // A seal that failed earlier (a full disk) may have left part of a tail: the new one replaces it.
       await fh.truncate(size);
-      await writeAt(fh, tail, size);
+      // Part by part, not concatenated: a fleet's tail is ~3 MB, and a copy of it would be one more transient.
+      for (const part of tail) {
+        await writeAt(fh, part, size + bytes);
+        bytes += part.length;
+      }
       await fh.sync();
     } catch (err) {
       await fh.truncate(size).catch(() => {});
@@ -65,7 +70,7 @@ export async function sealLog(logPath: string, dataEnd: number, outPath: string,
     await rename(logPath, outPath);
     renamed = true;
     await syncDir(dirname(outPath));
-    return tail.length;
+    return bytes;
   } finally {
     if (!renamed) await fh.close().catch(() => {});
   }
@@ -80,11 +85,12 @@ const CHECK_EVERY = 64;
 const SEAL_SLICE_MS = 4;
 
 /**
- * The bytes appended after the log's first `size` bytes; null when no live series has a block in it. Two passes
+ * The parts of the bytes appended after the log's first `size` bytes, in order; null when no live series has a
+ * block in it. Two passes
  * through one window (log-window.ts): the first indexes the blocks, the second feeds the samples of the series
  * that get rollups to a RollupStream. Every loop yields to the event loop every few ms (util/turn-budget.ts).
  */
-async function buildTail(fh: FileHandle, size: number, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer | null> {
+async function buildTail(fh: FileHandle, size: number, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer[] | null> {
   const budget = new TurnBudget(SEAL_SLICE_MS);
   const index = scratch.index ?? (scratch.index = new BlockIndex());
   index.n = 0;
@@ -113,8 +119,9 @@ async function buildTail(fh: FileHandle, size: number, isLive: (series: number) 
   // The numeric series with enough samples for rollups get a slot; their blocks are marked with it.
   const slotOf = index.slots();
   const slotCounts: number[] = [];
-  for (let r = 0, groups = 0; r < n; groups++) {
-    if (groups % CHECK_EVERY === 0) await budget.maybeYield();
+  let groupCount = 0;
+  for (let r = 0; r < n; groupCount++) {
+    if (groupCount % CHECK_EVERY === 0) await budget.maybeYield();
     const first = r;
     const s = series[order[r]!]!;
     const kind = kinds[order[r]!]!;
@@ -142,7 +149,7 @@ async function buildTail(fh: FileHandle, size: number, isLive: (series: number) 
   const lists = Buffer.allocUnsafe(4 * n);
   const rollupsAt = listsAt + lists.length;
   const rolls = new BlockWriter();
-  const dir = new DirectoryBytes();
+  const dir = new DirectoryBytes(groupCount + 2 * slotCounts.length);
   let segMin = Infinity;
   let segMax = -Infinity;
   for (let r = 0, groups = 0; r < n; groups++) {
@@ -186,7 +193,7 @@ async function buildTail(fh: FileHandle, size: number, isLive: (series: number) 
   trailer.writeUInt32LE(dir.count, 32);
   trailer.writeUInt32LE(crc32(trailer.subarray(0, 36), crc32(directory)), 36);
   FOOT_MAGIC_V2.copy(trailer, 40);
-  return Buffer.concat([SEAL_MAGIC, lists, rollBytes, directory, trailer]);
+  return [SEAL_MAGIC, lists, rollBytes, directory, trailer];
 }
 
 /** The numeric samples of one block, to the stream. */
@@ -270,7 +277,12 @@ class BlockIndex {
 /** The directory's entries as bytes (DIR_ENTRY each, layout in segment.ts), in series order. */
 class DirectoryBytes {
   count = 0;
-  private buf = Buffer.alloc(64 * DIR_ENTRY);
+  private buf: Buffer;
+
+  /** Sized for `entries` (at most: a level that does not pay has none), so it grows only if that was short. */
+  constructor(entries: number) {
+    this.buf = Buffer.alloc(Math.max(1, entries) * DIR_ENTRY);
+  }
 
   add(series: number, kind: number, offset: number, len: number, count: number): void {
     const p = this.count * DIR_ENTRY;
