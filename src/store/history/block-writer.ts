@@ -59,7 +59,7 @@ export class BlockWriter {
   }
 
   /** Rollup records (ROLLUP_FIELDS numbers each, ascending bucket start). */
-  addRollups(kind: number, series: number, recs: readonly number[]): void {
+  addRollups(kind: number, series: number, recs: ArrayLike<number>): void {
     const count = recs.length / ROLLUP_FIELDS;
     if (count === 0) return;
     const payload = count * ROLLUP_RECORD;

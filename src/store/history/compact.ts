@@ -23,11 +23,13 @@ import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { BlockWriter } from './block-writer.js';
 import {
-  HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, ROLLUP_FIELDS, blockMaxTs, checkBlock,
+  type BlockMeta, HEADER_BYTES, KIND_NUM, KIND_STR, NUM16_RECORD, NUM_RECORD, ROLLUP_FIELDS, blockMaxTs, checkBlock,
   decodeSamples, emptySamples, isSampleKind, parseHeader, sampleKind, type Samples,
 } from './format.js';
+import { LogWindow, WINDOW_BYTES } from './log-window.js';
+import { LEVELS, RollupStream } from './rollup-stream.js';
 import { DIR_ENTRY, FOOT_MAGIC_V2, SEAL_MAGIC, TRAILER_V2 } from './segment.js';
-import { writeAt } from './scan.js';
+import { readAt, writeAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
@@ -47,142 +49,240 @@ export async function sealLog(logPath: string, dataEnd: number, outPath: string,
   const fh = await open(logPath, 'r+');
   let renamed = false;
   try {
-    const log = await readLog(fh, dataEnd, scratch);
-    const tail = await buildTail(log, isLive, scratch);
+    const size = Math.min(dataEnd, (await fh.stat()).size);
+    const tail = await buildTail(fh, size, isLive, scratch);
     if (!tail) return 0;
+    let bytes = 0;
     try {
       // A seal that failed earlier (a full disk) may have left part of a tail: the new one replaces it.
-      await fh.truncate(log.length);
-      await writeAt(fh, tail, log.length);
+      await fh.truncate(size);
+      // Part by part, not concatenated: a fleet's tail is ~3 MB, and a copy of it would be one more transient.
+      for (const part of tail) {
+        await writeAt(fh, part, size + bytes);
+        bytes += part.length;
+      }
       await fh.sync();
     } catch (err) {
-      await fh.truncate(log.length).catch(() => {});
+      await fh.truncate(size).catch(() => {});
       throw err;
     }
     await fh.close();
     await rename(logPath, outPath);
     renamed = true;
     await syncDir(dirname(outPath));
-    return tail.length;
+    return bytes;
   } finally {
     if (!renamed) await fh.close().catch(() => {});
   }
 }
 
-/** The bytes appended after the log's blocks; null when no live series has a block in it. */
-async function buildTail(log: Buffer, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer | null> {
-  // Every loop yields to the event loop every few ms (util/turn-budget.ts): an 8 MiB log is ~700k samples.
-  const budget = new TurnBudget();
+/** Blocks between two looks at the clock: a block's CRC is a few µs, so a slice overruns its budget by well under 1 ms. */
+const CHECK_EVERY = 64;
+/**
+ * A seal's slice of a turn, half the default: a seal is background work, and in fleet F the same turn may also
+ * carry a flush's slice, a batch of device polls and their MQTT publishes, so the seal takes the smaller share.
+ */
+const SEAL_SLICE_MS = 4;
+
+/**
+ * The parts of the bytes appended after the log's first `size` bytes, in order; null when no live series has a
+ * block in it. Two passes
+ * through one window (log-window.ts): the first indexes the blocks, the second feeds the samples of the series
+ * that get rollups to a RollupStream. Every loop yields to the event loop every few ms (util/turn-budget.ts).
+ */
+async function buildTail(fh: FileHandle, size: number, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer[] | null> {
+  const budget = new TurnBudget(SEAL_SLICE_MS);
   const index = scratch.index ?? (scratch.index = new BlockIndex());
   index.n = 0;
-  for (let pos = 0, blocks = 0; pos + HEADER_BYTES <= log.length; blocks++) {
-    if (blocks % 1024 === 0) await budget.maybeYield();
-    const meta = parseHeader(log, pos);
-    if (!meta || pos + HEADER_BYTES + meta.payloadLen > log.length || !checkBlock(log, pos, meta)) break;
-    if (isLive(meta.series) && isSampleKind(meta.kind)) index.push(pos, meta.series, sampleKind(meta.kind));
+  const win = new LogWindow(fh, size, scratch.buf ?? Buffer.allocUnsafe(WINDOW_BYTES));
+  for (let pos = 0, blocks = 0; ; blocks++) {
+    if (blocks % CHECK_EVERY === 0) await budget.maybeYield();
+    const meta = win.held(pos) ?? await win.block(pos);
+    if (!meta) break;
+    const rel = pos - win.base();
+    if (!checkBlock(win.view, rel, meta)) break;
+    if (isLive(meta.series) && isSampleKind(meta.kind)) {
+      index.push(pos, meta.series, sampleKind(meta.kind), meta.count, meta.baseTs, blockMaxTs(win.view, rel, meta));
+    }
     pos += HEADER_BYTES + meta.payloadLen;
   }
+  scratch.buf = win.buffer;
   if (!index.n) return null;
-  const offsets = index.offsets.subarray(0, index.n);
-  const series = index.series.subarray(0, index.n);
-  const kinds = index.kinds.subarray(0, index.n);
+  const n = index.n;
+  const { offsets, series, kinds, counts, minTs, spans } = index;
   // Blocks grouped by (series, kind), each group in write order (offsets ascend).
-  const order = groupOrder(series, kinds, offsets);
-  await budget.maybeYield();
+  const steps = groupOrderSteps(series.subarray(0, n), kinds.subarray(0, n), offsets.subarray(0, n));
+  let step = steps.next();
+  for (; !step.done; step = steps.next()) await budget.maybeYield();
+  const order = step.value;
 
-  const listsAt = log.length + SEAL_MAGIC.length;
-  const lists = Buffer.allocUnsafe(4 * index.n);
+  // The numeric series with enough samples for rollups get a slot; their blocks are marked with it.
+  const slotOf = index.slots();
+  const slotCounts: number[] = [];
+  let groupCount = 0;
+  for (let r = 0; r < n; groupCount++) {
+    if (groupCount % CHECK_EVERY === 0) await budget.maybeYield();
+    const first = r;
+    const s = series[order[r]!]!;
+    const kind = kinds[order[r]!]!;
+    let count = 0;
+    for (; r < n && series[order[r]!] === s && kinds[order[r]!] === kind; r++) count += counts[order[r]!]!;
+    if (kind !== KIND_NUM || count < ROLLUP_MIN_SAMPLES) continue;
+    for (let j = first; j < r; j++) slotOf[order[j]!] = slotCounts.length;
+    slotCounts.push(count);
+  }
+  const stream = new RollupStream(Uint32Array.from(slotCounts), ROLLUP_MIN_SAMPLES);
+  if (slotCounts.length) {
+    for (let i = 0; i < n; i++) {
+      if (i % CHECK_EVERY === 0) await budget.maybeYield();
+      const slot = slotOf[i]!;
+      if (slot < 0) continue;
+      const meta = win.held(offsets[i]!) ?? await win.block(offsets[i]!);
+      if (!meta) throw new Error(`history log: the block at ${offsets[i]} changed during its seal`);
+      feedBlock(win.view, offsets[i]! - win.base(), meta, slot, stream);
+    }
+    stream.finish();
+  }
+  scratch.buf = win.buffer;
+
+  const listsAt = size + SEAL_MAGIC.length;
+  const lists = Buffer.allocUnsafe(4 * n);
   const rollupsAt = listsAt + lists.length;
   const rolls = new BlockWriter();
-  const dir = new DirectoryBytes();
+  const dir = new DirectoryBytes(groupCount + 2 * slotCounts.length);
   let segMin = Infinity;
   let segMax = -Infinity;
-  for (let r = 0; r < order.length;) {
+  for (let r = 0, groups = 0; r < n; groups++) {
+    if (groups % CHECK_EVERY === 0) await budget.maybeYield();
     const s = series[order[r]!]!;
     const kind = kinds[order[r]!]!;
     const first = r;
     let count = 0;
-    let minTs = Infinity;
-    let maxTs = -Infinity;
-    for (; r < order.length && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
-      const off = offsets[order[r]!]!;
-      const meta = parseHeader(log, off)!;
-      lists.writeUInt32LE(off, 4 * r);
-      count += meta.count;
-      if (meta.baseTs < minTs) minTs = meta.baseTs;
-      const last = blockMaxTs(log, off, meta);
-      if (last > maxTs) maxTs = last;
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (; r < n && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
+      const b = order[r]!;
+      lists.writeUInt32LE(offsets[b]!, 4 * r);
+      count += counts[b]!;
+      if (minTs[b]! < lo) lo = minTs[b]!;
+      if (minTs[b]! + spans[b]! > hi) hi = minTs[b]! + spans[b]!;
     }
     dir.add(s, kind, listsAt + 4 * first, 4 * (r - first), count);
-    segMin = Math.min(segMin, minTs);
-    segMax = Math.max(segMax, maxTs);
-    if (kind === KIND_NUM && count >= ROLLUP_MIN_SAMPLES) {
-      const samples = emptySamples();
-      for (let j = first; j < r; j++) {
-        const off = offsets[order[j]!]!;
-        decodeSamples(log, off, parseHeader(log, off)!, -Infinity, Infinity, samples);
-      }
-      const { ts, val } = sortByTime(samples);
-      for (const [size, level] of [[MINUTE, KIND_MINUTE], [HOUR, KIND_HOUR]] as const) {
-        const recs = rollups(ts, val as number[], size);
-        if (count < ROLLUP_MIN_SAMPLES * (recs.length / ROLLUP_FIELDS)) continue;
-        rolls.addRollups(level, s, recs);
-        const e = rolls.entries.pop()!;
-        dir.add(s, level, rollupsAt + e.offset, e.len, e.count);
-      }
-    }
-    await budget.maybeYield();
+    segMin = Math.min(segMin, lo);
+    segMax = Math.max(segMax, hi);
+    const slot = slotOf[order[first]!]!;
+    if (slot < 0) continue;
+    const recs = stream.unordered[slot]
+      ? await sortedRollups(fh, order.subarray(first, r), offsets, count)
+      : LEVELS.map((_, l) => stream.records(slot, l));
+    LEVELS.forEach(([, level], l) => {
+      const rec = recs[l];
+      if (!rec?.length) return;
+      rolls.addRollups(level, s, rec);
+      const e = rolls.entries.pop()!;
+      dir.add(s, level, rollupsAt + e.offset, e.len, e.count);
+    });
   }
   const rollBytes = rolls.take();
   const directory = dir.bytes();
   const trailer = Buffer.alloc(TRAILER_V2);
-  trailer.writeDoubleLE(log.length, 0);
+  trailer.writeDoubleLE(size, 0);
   trailer.writeDoubleLE(rollupsAt + rollBytes.length, 8);
   trailer.writeDoubleLE(segMin, 16);
   trailer.writeDoubleLE(segMax, 24);
   trailer.writeUInt32LE(dir.count, 32);
   trailer.writeUInt32LE(crc32(trailer.subarray(0, 36), crc32(directory)), 36);
   FOOT_MAGIC_V2.copy(trailer, 40);
-  return Buffer.concat([SEAL_MAGIC, lists, rollBytes, directory, trailer]);
+  return [SEAL_MAGIC, lists, rollBytes, directory, trailer];
+}
+
+/** The numeric samples of one block, to the stream. */
+function feedBlock(buf: Buffer, off: number, meta: BlockMeta, slot: number, stream: RollupStream): void {
+  const wide = meta.kind === KIND_NUM;
+  const rec = wide ? NUM_RECORD : NUM16_RECORD;
+  for (let i = 0, p = off + HEADER_BYTES; i < meta.count; i++, p += rec) {
+    stream.add(slot, meta.baseTs + (wide ? buf.readUInt32LE(p) : buf.readUInt16LE(p)), buf.readDoubleLE(p + rec - 8));
+  }
 }
 
 /**
- * The buffer a seal reads its log into, kept from seal to seal by the store. A fresh 8 MiB buffer per seal
+ * Rollups of a series whose samples are not in time order in the log (a clock set back): its blocks read again
+ * one by one, its samples sorted. Per level, null where the level does not pay.
+ */
+async function sortedRollups(fh: FileHandle, blocks: Uint32Array, offsets: Uint32Array, count: number): Promise<(number[] | null)[]> {
+  const samples = emptySamples();
+  for (const b of blocks) {
+    const meta = parseHeader(await readAt(fh, offsets[b]!, HEADER_BYTES), 0);
+    if (!meta) continue;
+    decodeSamples(await readAt(fh, offsets[b]!, HEADER_BYTES + meta.payloadLen), 0, meta, -Infinity, Infinity, samples);
+  }
+  const { ts, val } = sortByTime(samples);
+  return LEVELS.map(([size]) => {
+    const recs = rollups(ts, val as number[], size);
+    return count < ROLLUP_MIN_SAMPLES * (recs.length / ROLLUP_FIELDS) ? null : recs;
+  });
+}
+
+/**
+ * The window a seal reads its log through, kept from seal to seal by the store. A fresh buffer per seal
  * outlived the seal's many young-generation collections, so it was freed only by a later full collection: RSS
- * stepped by the log's size around a seal, a spike the reduced soak's ±5% band can catch; one kept buffer
- * holds it flat.
+ * stepped by its size around a seal; one kept buffer holds it flat.
  */
 export interface SealScratch {
   buf: Buffer | null;
-  /** The log's block index, kept likewise (≤ 131,072 blocks: ~1.2 MB). */
+  /** The log's block index, kept likewise (29 bytes a block: ≤ 3.8 MB at the store's 131,072 blocks a log). */
   index?: BlockIndex;
 }
 
-/** Offset, series and kind of each block of the log, in typed columns that grow and are kept. */
+/** Per block of the log, in file order: offset, series, kind, sample count and time span, in typed columns that grow and are kept. */
 class BlockIndex {
   n = 0;
   offsets = new Uint32Array(4096);
   series = new Uint32Array(4096);
   kinds = new Uint8Array(4096);
+  counts = new Uint32Array(4096);
+  minTs = new Float64Array(4096);
+  /** Latest sample time less minTs (a block's time offsets are u32 by the format). */
+  spans = new Uint32Array(4096);
+  private slotCol = new Int32Array(0);
 
-  push(offset: number, series: number, kind: number): void {
+  push(offset: number, series: number, kind: number, count: number, minTs: number, maxTs: number): void {
     if (this.n === this.offsets.length) {
       const size = this.n * 2;
       this.offsets = grown(this.offsets, size);
       this.series = grown(this.series, size);
       this.kinds = grown(this.kinds, size);
+      this.counts = grown(this.counts, size);
+      this.minTs = grown(this.minTs, size);
+      this.spans = grown(this.spans, size);
     }
-    this.offsets[this.n] = offset;
-    this.series[this.n] = series;
-    this.kinds[this.n] = kind;
-    this.n++;
+    const i = this.n++;
+    this.offsets[i] = offset;
+    this.series[i] = series;
+    this.kinds[i] = kind;
+    this.counts[i] = count;
+    this.minTs[i] = minTs;
+    this.spans[i] = maxTs - minTs;
+  }
+
+  /** A column of -1 per block, for the seal to mark blocks with their rollup slot. */
+  slots(): Int32Array {
+    if (this.slotCol.length < this.n) this.slotCol = new Int32Array(this.offsets.length);
+    const col = this.slotCol.subarray(0, this.n);
+    col.fill(-1);
+    return col;
   }
 }
 
 /** The directory's entries as bytes (DIR_ENTRY each, layout in segment.ts), in series order. */
 class DirectoryBytes {
   count = 0;
-  private buf = Buffer.alloc(64 * DIR_ENTRY);
+  private buf: Buffer;
+
+  /** Sized for `entries` (at most: a level that does not pay has none), so it grows only if that was short. */
+  constructor(entries: number) {
+    this.buf = Buffer.alloc(Math.max(1, entries) * DIR_ENTRY);
+  }
 
   add(series: number, kind: number, offset: number, len: number, count: number): void {
     const p = this.count * DIR_ENTRY;
@@ -205,21 +305,6 @@ class DirectoryBytes {
   }
 }
 
-/** The log's bytes up to `dataEnd` (its whole blocks), read into the kept buffer. */
-async function readLog(fh: FileHandle, dataEnd: number, scratch: SealScratch): Promise<Buffer> {
-  const size = Math.min(dataEnd, (await fh.stat()).size);
-  // A log may run a little past segmentBytes (it rolls after the flush that crosses it): room to spare.
-  if (!scratch.buf || scratch.buf.length < size) scratch.buf = Buffer.allocUnsafe(size + (size >> 3));
-  const buf = scratch.buf;
-  let got = 0;
-  while (got < size) {
-    const { bytesRead } = await fh.read(buf, got, size - got, got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return buf.subarray(0, got);
-}
-
 /**
  * Indices grouped by (series, kind), each group ordered by `times` (ties in arrival order). A counting
  * sort on the group key (O(n), typed arrays) and a sort only of the groups that arrived out of time order: a
@@ -227,23 +312,53 @@ async function readLog(fh: FileHandle, dataEnd: number, scratch: SealScratch): P
  * is 50 ms).
  */
 export function groupOrder(series: ArrayLike<number>, kinds: ArrayLike<number>, times: ArrayLike<number>): Uint32Array {
+  const steps = groupOrderSteps(series, kinds, times);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Elements between two of groupOrderSteps' pauses. */
+const GROUP_STEP = 16_384;
+
+/**
+ * groupOrder in steps the caller may yield the event loop between: for a log's 131,072 blocks it took 10–55 ms
+ * in one run (55 the first time, before the JIT compiled it: a seal runs about once a minute).
+ */
+export function* groupOrderSteps(series: ArrayLike<number>, kinds: ArrayLike<number>, times: ArrayLike<number>): Generator<void, Uint32Array> {
   const n = series.length;
   let maxKey = 0;
   const keys = new Uint32Array(n);
   for (let i = 0; i < n; i++) {
+    if (i % GROUP_STEP === GROUP_STEP - 1) yield;
     const k = series[i]! * 2 + (kinds[i] === KIND_STR ? 1 : 0);
     keys[i] = k;
     if (k > maxKey) maxKey = k;
   }
   const start = new Uint32Array(maxKey + 2);
-  for (let i = 0; i < n; i++) start[keys[i]! + 1]!++;
-  for (let k = 1; k < start.length; k++) start[k]! += start[k - 1]!;
+  for (let i = 0; i < n; i++) {
+    if (i % GROUP_STEP === GROUP_STEP - 1) yield;
+    start[keys[i]! + 1]!++;
+  }
+  for (let k = 1; k < start.length; k++) {
+    if (k % GROUP_STEP === 0) yield;
+    start[k]! += start[k - 1]!;
+  }
   const order = new Uint32Array(n);
   const next = start.slice(0, maxKey + 1);
-  for (let i = 0; i < n; i++) order[next[keys[i]!]!++] = i;
-  for (let k = 0; k <= maxKey; k++) {
+  for (let i = 0; i < n; i++) {
+    if (i % GROUP_STEP === GROUP_STEP - 1) yield;
+    order[next[keys[i]!]!++] = i;
+  }
+  for (let k = 0, seen = 0; k <= maxKey; k++) {
     const a = start[k]!;
     const b = start[k + 1]!;
+    seen += b - a + 1;
+    if (seen >= GROUP_STEP) {
+      seen = 0;
+      yield;
+    }
     let sorted = true;
     for (let j = a + 1; j < b; j++) {
       if (times[order[j]!]! < times[order[j - 1]!]!) {

@@ -11,11 +11,12 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { BlockEntry } from './block-writer.js';
 import {
-  HEADER_BYTES, KIND_NUM, KIND_STR, NUM_RECORD, ROLLUP_FIELDS, type Samples, checkBlock, decodeSamples, parseHeader,
-  sampleKind,
+  HEADER_BYTES, KIND_NUM, KIND_STR, MAX_DELTA, NUM_RECORD, ROLLUP_FIELDS, type Samples, checkBlock, decodeSamples,
+  parseHeader, sampleKind,
 } from './format.js';
 import { readAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
+import { TurnBudget } from '../../util/turn-budget.js';
 
 /** First format: file magic, footer magic and trailer (footer offset f64, count u32, CRC u32, magic). */
 export const SEG_MAGIC_V1 = Buffer.from('SGHSEG01');
@@ -55,35 +56,43 @@ abstract class SegmentBase {
   }
 }
 
-/** Growable typed-array index of a log's blocks. */
+/**
+ * The most blocks a log holds before the store rolls it: bounds its index below (24 bytes a block, 3 MB), and the
+ * index's columns grow by doubling up to exactly this, so a full log's index has no unused half.
+ */
+export const MAX_LOG_BLOCKS = 131_072;
+
+/**
+ * Growable typed-array index of a log's blocks: series, file offset (u32: a log is a few MB; sealed segments
+ * address blocks with u32 too), length, earliest sample time and the span to the latest (u32: a block's time
+ * offsets are u32 by the format).
+ */
 export class LogSegment extends SegmentBase {
   readonly type = 'log';
   private n = 0;
   private series = new Uint32Array(256);
-  private kind = new Uint8Array(256);
-  private offset = new Float64Array(256);
+  private offset = new Uint32Array(256);
   private len = new Uint32Array(256);
   private bmin = new Float64Array(256);
-  private bmax = new Float64Array(256);
+  private span = new Uint32Array(256);
 
   get blocks(): number {
     return this.n;
   }
 
   add(e: BlockEntry, base: number): void {
-    this.addBlock(e.series, e.kind, base + e.offset, e.len, e.minTs, e.maxTs);
+    this.addBlock(e.series, base + e.offset, e.len, e.minTs, e.maxTs);
   }
 
   /** One block at file offset `offset` (the flush indexes its blocks from columns, without an object each). */
-  addBlock(series: number, kind: number, offset: number, len: number, minTs: number, maxTs: number): void {
+  addBlock(series: number, offset: number, len: number, minTs: number, maxTs: number): void {
     if (this.n === this.series.length) this.grow();
     const i = this.n++;
     this.series[i] = series;
-    this.kind[i] = kind;
     this.offset[i] = offset;
     this.len[i] = len;
     this.bmin[i] = minTs;
-    this.bmax[i] = maxTs;
+    this.span[i] = Math.min(Math.ceil(maxTs - minTs), MAX_DELTA);
     if (minTs < this.minTs) this.minTs = minTs;
     if (maxTs > this.maxTs) this.maxTs = maxTs;
   }
@@ -92,7 +101,7 @@ export class LogSegment extends SegmentBase {
   async readRaw(series: number, start: number, endEx: number, upTo: number, out: Samples): Promise<void> {
     const ranges: [number, number][] = [];
     for (let i = 0; i < upTo; i++) {
-      if (this.series[i] !== series || this.bmax[i]! < start || this.bmin[i]! >= endEx) continue;
+      if (this.series[i] !== series || this.bmin[i]! + this.span[i]! < start || this.bmin[i]! >= endEx) continue;
       const from = this.offset[i]!;
       const to = from + this.len[i]!;
       const last = ranges[ranges.length - 1];
@@ -118,13 +127,14 @@ export class LogSegment extends SegmentBase {
   }
 
   private grow(): void {
-    const size = this.series.length * 2;
+    const had = this.series.length;
+    // Past the roll limit (a log recovered from another configuration) a quarter at a time, not double.
+    const size = had < MAX_LOG_BLOCKS ? Math.min(had * 2, MAX_LOG_BLOCKS) : had + (had >> 2);
     this.series = grown(this.series, size);
-    this.kind = grown(this.kind, size);
     this.offset = grown(this.offset, size);
     this.len = grown(this.len, size);
     this.bmin = grown(this.bmin, size);
-    this.bmax = grown(this.bmax, size);
+    this.span = grown(this.span, size);
   }
 }
 
@@ -279,7 +289,10 @@ export class SealedSegment extends SegmentBase {
     this.minTs = trailer.readDoubleLE(16);
     this.maxTs = trailer.readDoubleLE(24);
     this.columns(n);
+    // A fleet's directory has an entry per series (100,000 for fleet F): read in slices of a few ms.
+    const budget = new TurnBudget();
     for (let i = 0; i < n; i++) {
+      if (i % 4096 === 4095) await budget.maybeYield();
       const p = i * DIR_ENTRY;
       this.series[i] = dir.readUInt32LE(p);
       this.kind[i] = dir[p + 4]!;

@@ -15,15 +15,13 @@ import { SampleBuffer } from './sample-buffer.js';
 import { fileName, loadSegments } from './recover.js';
 import { writeAt } from './scan.js';
 import { LazySealedSegment, SealedIndexCache } from './sealed-lazy.js';
-import { LogSegment, SealedSegment, type Segment } from './segment.js';
+import { LogSegment, MAX_LOG_BLOCKS, SealedSegment, type Segment } from './segment.js';
 import type { HistoryOptions, HistoryStats, HistoryStore } from './types.js';
 
 const DAY = 86_400_000;
 /** A seal that failed for want of space is tried again once space is back, or after this long. */
 const NO_SPACE_RETRY = 60_000;
 const noSpace = (err: unknown): boolean => ['ENOSPC', 'EDQUOT'].includes((err as NodeJS.ErrnoException)?.code ?? '');
-/** Log index entries before sealing: bounds the in-memory index (~33 bytes each). */
-const MAX_LOG_BLOCKS = 131_072;
 
 export async function openHistory(opts: HistoryOptions): Promise<HistoryStore> {
   await mkdir(opts.dir, { recursive: true });
@@ -246,6 +244,9 @@ class FileHistoryStore implements HistoryStore {
     await blocks.build(buf, (id) => this.registry.isLive(id));
     const data = blocks.data;
     if (!data.length) return;
+    // A flush that would take the log past its block limit starts the next log: the index's columns then stop
+    // at the limit instead of doubling past it for one flush's blocks.
+    if (this.active && this.active.blocks > 0 && this.active.blocks + blocks.count > MAX_LOG_BLOCKS) await this.roll();
     const { seg, fh } = await this.ensureActive();
     const pos = seg.bytes;
     try {
@@ -258,7 +259,7 @@ class FileHistoryStore implements HistoryStore {
     // Index the blocks and release the pending buffer in one synchronous step: a query snapshot
     // must see each sample exactly once, either in memory or in the log.
     for (let i = 0; i < blocks.count; i++) {
-      seg.addBlock(blocks.series[i]!, blocks.kind[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
+      seg.addBlock(blocks.series[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
     }
     seg.bytes = pos + data.length;
     this.counts.written += data.length;
