@@ -77,7 +77,7 @@ export class FlushBlocks {
     for (let j = a; j < b; j++) {
       const i = order[j]!;
       const t = src.ts[i]!;
-      if (src.text[i] === undefined) {
+      if (src.textAt(i) === undefined) {
         nums++;
         if (t < nMin) nMin = t;
         if (t > nMax) nMax = t;
@@ -105,7 +105,7 @@ export class FlushBlocks {
     let p = off + HEADER_BYTES;
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      if (src.text[i] !== undefined) continue;
+      if (src.textAt(i) !== undefined) continue;
       if (narrow) {
         buf.writeUInt16LE(src.ts[i]! - min, p);
         buf.writeDoubleLE(src.num[i]!, p + 2);
@@ -123,7 +123,7 @@ export class FlushBlocks {
   private strBlock(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, count: number, min: number, max: number): void {
     let payload = 0;
     for (let j = a; j < b; j++) {
-      const text = src.text[order[j]!];
+      const text = src.textAt(order[j]!);
       if (text !== undefined) payload += 6 + Buffer.byteLength(text);
     }
     const off = this.reserve(HEADER_BYTES + payload);
@@ -131,7 +131,7 @@ export class FlushBlocks {
     let p = off + HEADER_BYTES;
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      const text = src.text[i];
+      const text = src.textAt(i);
       if (text === undefined) continue;
       buf.writeUInt32LE(src.ts[i]! - min, p);
       const len = buf.write(text, p + 6, 'utf8');
@@ -147,7 +147,7 @@ export class FlushBlocks {
     const vals: (number | string)[] = [];
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      const t = src.text[i];
+      const t = src.textAt(i);
       if ((t !== undefined) !== text) continue;
       ts.push(src.ts[i]!);
       vals.push(t ?? src.num[i]!);
