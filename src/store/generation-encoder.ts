@@ -76,7 +76,7 @@ export class GenerationEncoder {
       const p = pts.slots[k]!;
       const flags = t.ptFlags[p]!;
       if ((flags & STR_VALUE) !== 0) strValues.push([k, t.ptStr[p]!]);
-      if ((flags & STR_WRITE) !== 0) strWrites.push([k, t.ptWriteStr[p]!]);
+      if ((flags & STR_WRITE) !== 0) strWrites.push([k, t.ptWriteStr.get(p)!]);
     }
     const strings = Buffer.from(JSON.stringify([strValues, strWrites]));
     const head = this.head(n, m, s, strings, SNAPSHOT_FORMAT, now, shadow.structureSeq);

@@ -220,7 +220,7 @@ export class DeltaTracker implements PersistedPoints {
     else w.f64(t.ptNum[p]!);
     if (ownTime) w.f64(upd);
     if (writeMoved) {
-      if (strWrite) w.str(t.ptWriteStr[p] ?? '');
+      if (strWrite) w.str(t.ptWriteStr.get(p) ?? '');
       else w.f64(t.ptWriteNum[p]!);
       w.f64(t.ptWriteAt[p]!);
     }

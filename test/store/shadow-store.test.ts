@@ -200,6 +200,7 @@ test('a generation larger than one write chunk streams and decodes (every column
     shadow.SetWritePointValue('d399', 'p99', 5);
     const store = await open(dir);
     await store.saveShadow(shadow, now.t);
+    await store.close();
     const loaded = await (await open(dir)).load();
     assert.equal(loaded.problems, []);
     const want = takeSnapshot(shadow, now.t);

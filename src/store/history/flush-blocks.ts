@@ -22,7 +22,8 @@ export class FlushBlocks {
   count = 0;
   series = new Uint32Array(1024);
   kind = new Uint8Array(1024);
-  offset = new Float64Array(1024);
+  /** Byte offsets into one flush's buffer: far below 4 GiB, so 4 B an entry (an entry per series per flush). */
+  offset = new Uint32Array(1024);
   len = new Uint32Array(1024);
   minTs = new Float64Array(1024);
   maxTs = new Float64Array(1024);
