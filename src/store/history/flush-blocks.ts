@@ -14,11 +14,13 @@ import type { SampleBuffer } from './sample-buffer.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
+/** Bytes built before they are handed to the sink: a few syscalls per flush, a small buffer kept. */
+const SPILL_AT = 256 << 10;
 /** Groups between two looks at the clock (a group is a few µs: the clock is not read per sample). */
 const CHECK_EVERY = 64;
 
 export class FlushBlocks {
-  /** Blocks built by the last build(); their index columns below (offsets relative to `data`). */
+  /** Blocks built by the last build(); their index columns below (offsets from the build's first byte). */
   count = 0;
   series = new Uint32Array(1024);
   kind = new Uint8Array(1024);
@@ -27,20 +29,33 @@ export class FlushBlocks {
   len = new Uint32Array(1024);
   minTs = new Float64Array(1024);
   maxTs = new Float64Array(1024);
-  private buf = Buffer.allocUnsafe(256 << 10);
+  private buf = Buffer.allocUnsafe(SPILL_AT);
   private at = 0;
+  /** Bytes of this build already handed to the sink: what `at` counts from. */
+  private spilled = 0;
   private starts = new Uint32Array(0);
   private order = new Uint32Array(0);
 
-  /** The blocks' bytes: a view of the reused buffer, valid until the next build(). */
+  /** The blocks' bytes not handed to the sink (all of them without one): a view of the reused buffer, valid until the next build(). */
   get data(): Buffer {
     return this.buf.subarray(0, this.at);
   }
 
-  /** Encodes every sample of `src` whose series is live; `src` must not change until this resolves. */
-  async build(src: SampleBuffer, isLive: (series: number) => boolean, budget = new TurnBudget()): Promise<void> {
+  /** Bytes of the last build's blocks, spilled ones included. */
+  get bytes(): number {
+    return this.spilled + this.at;
+  }
+
+  /**
+   * Encodes every sample of `src` whose series is live; `src` must not change until this resolves. With a
+   * `sink`, the bytes built so far are handed to it whenever they pass SPILL_AT (the rest stays in `data`):
+   * a whole flush of fleet F in one buffer was 4 MB kept from flush to flush.
+   */
+  async build(src: SampleBuffer, isLive: (series: number) => boolean, budget = new TurnBudget(),
+    sink?: (bytes: Buffer) => Promise<void>): Promise<void> {
     this.count = 0;
     this.at = 0;
+    this.spilled = 0;
     const n = src.length;
     if (n === 0) return;
     const order = this.groupBySeries(src);
@@ -51,6 +66,11 @@ export class FlushBlocks {
       while (b < n && src.series[order[b]!] === s) b++;
       if (isLive(s)) this.addGroup(src, order, a, b, s);
       a = b;
+      if (sink && this.at >= SPILL_AT) {
+        await sink(this.buf.subarray(0, this.at));
+        this.spilled += this.at;
+        this.at = 0;
+      }
       if (++groups % CHECK_EVERY === 0) await budget.maybeYield();
     }
   }
@@ -179,7 +199,7 @@ export class FlushBlocks {
     const i = this.count++;
     this.series[i] = series;
     this.kind[i] = kind;
-    this.offset[i] = offset;
+    this.offset[i] = this.spilled + offset;
     this.len[i] = len;
     this.minTs[i] = minTs;
     this.maxTs[i] = maxTs;
