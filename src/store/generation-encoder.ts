@@ -7,7 +7,7 @@
  * point state at the same tick anyway, so the file's point columns are streamed from the tracker's copy in
  * fixed chunks. One file image of a 1,000 × 100 fleet was 4 MB of columns + 2.7 MB of names, kept between saves
  * for reuse; now a save holds the header, the device columns and the strings, and a 256 KB scratch for
- * the flags column (stored as f64 in the file, u8 in the tracker). The caller keeps the tracker unchanged
+ * the columns the tracker keeps in another form (flags as u8, write values sparse). The caller keeps the tracker unchanged
  * until the write is done (shadow-store.ts). The structure JSON (ids, models, 100k names: the costly part)
  * is cached by structureSeq.
  */
@@ -86,16 +86,23 @@ export class GenerationEncoder {
       for (let i = 0; i < n; i++) dst[i] = src[s.devSlots[i]!]!;
     });
     const scratch = (this.scratch ??= new Float64Array(CHUNK / 8));
+    // Columns the tracker keeps in another form (flags as u8, write values sparse) go through the scratch.
+    function* converted(get: (k: number) => number): Iterable<Uint8Array> {
+      for (let k = 0; k < m; k += scratch.length) {
+        const count = Math.min(scratch.length, m - k);
+        for (let i = 0; i < count; i++) scratch[i] = get(k + i);
+        yield new Uint8Array(scratch.buffer, 0, count * 8);
+      }
+    }
     const json = s.json;
     function* chunks(seq: number): Iterable<Uint8Array> {
       head.writeDoubleLE(seq, 16);
       yield head;
-      for (const col of [pts.num, pts.updatedAt, pts.writeNum, pts.writeAt]) yield* slices(col);
-      for (let k = 0; k < m; k += scratch.length) {
-        const count = Math.min(scratch.length, m - k);
-        for (let i = 0; i < count; i++) scratch[i] = pts.flags[k + i]!;
-        yield new Uint8Array(scratch.buffer, 0, count * 8);
-      }
+      yield* slices(pts.num);
+      yield* slices(pts.updatedAt);
+      yield* converted((k) => pts.writeNum(k));
+      yield* converted((k) => pts.writeAt(k));
+      yield* converted((k) => pts.flags[k]!);
       yield json;
       yield strings;
     }

@@ -48,9 +48,10 @@ export interface PersistedPoints {
   readonly slots: Int32Array;
   readonly num: Float64Array;
   readonly updatedAt: Float64Array;
-  readonly writeNum: Float64Array;
-  readonly writeAt: Float64Array;
   readonly flags: Uint8Array;
+  /** Write value and time of ordinal k (0 when it has none). */
+  writeNum(k: number): number;
+  writeAt(k: number): number;
 }
 
 /** What was last persisted, per ordinal: the delta is the difference to it. */
@@ -69,8 +70,11 @@ export class DeltaTracker implements PersistedPoints {
   private dDisc = new Uint32Array(0);
   private pNum = new Float64Array(0);
   private pUpd = new Float64Array(0);
-  private pWriteNum = new Float64Array(0);
-  private pWriteAt = new Float64Array(0);
+  /**
+   * Write values and times by ordinal, only for points that have one: most points are never written, and two
+   * columns were 16 B a point.
+   */
+  private readonly pWrite = new Map<number, { num: number; at: number }>();
   private pFlags = new Uint8Array(0);
   /** String values by ordinal, only for points that hold one (a slot array was 8 B a point). */
   private pStr = new Map<number, string>();
@@ -79,8 +83,8 @@ export class DeltaTracker implements PersistedPoints {
   get slots(): Int32Array { return this.ptSlots; }
   get num(): Float64Array { return this.pNum; }
   get updatedAt(): Float64Array { return this.pUpd; }
-  get writeNum(): Float64Array { return this.pWriteNum; }
-  get writeAt(): Float64Array { return this.pWriteAt; }
+  writeNum(k: number): number { return this.pWrite.size === 0 ? 0 : this.pWrite.get(k)?.num ?? 0; }
+  writeAt(k: number): number { return this.pWrite.size === 0 ? 0 : this.pWrite.get(k)?.at ?? 0; }
   get flags(): Uint8Array { return this.pFlags; }
 
   /** Forgets what was persisted: the next save must be a full generation. */
@@ -104,10 +108,10 @@ export class DeltaTracker implements PersistedPoints {
       this.dUpd = new Float64Array(n); this.dVer = new Float64Array(n); this.dState = new Uint8Array(n); this.dDisc = new Uint32Array(n);
     }
     if (this.pNum.length !== m) {
-      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pWriteNum = new Float64Array(m); this.pWriteAt = new Float64Array(m);
-      this.pFlags = new Uint8Array(m);
+      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pFlags = new Uint8Array(m);
     }
     this.pStr.clear();
+    this.pWrite.clear();
     for (let i = 0; i < n; i++) this.keepDevice(t, i);
     for (let k = 0; k < m; k++) this.keepPoint(t, k);
     this.structureSeq = shadow.structureSeq;
@@ -144,7 +148,7 @@ export class DeltaTracker implements PersistedPoints {
     for (let j = 0; j < this.ptSlots.length; j++) {
       const p = this.ptSlots[j]!;
       const flags = t.ptFlags[p]!;
-      if (flags !== this.pFlags[j] || t.ptWriteAt[p] !== this.pWriteAt[j] || !Object.is(t.ptNum[p], this.pNum[j])) return false;
+      if (flags !== this.pFlags[j] || t.ptWriteAt[p] !== this.writeAt(j) || !Object.is(t.ptNum[p], this.pNum[j])) return false;
       if ((flags & STR_VALUE) !== 0 && t.ptStr[p] !== this.pStr.get(j)) return false;
     }
     return true;
@@ -206,7 +210,7 @@ export class DeltaTracker implements PersistedPoints {
     const upd = t.ptUpdatedAt[p]!;
     // A refreshed time is carried by its device's bit when the device has it; otherwise it is a change here.
     const timeMoved = upd !== this.pUpd[j] && !(allRefreshed && upd === devUpd);
-    const writeMoved = t.ptWriteAt[p] !== this.pWriteAt[j];
+    const writeMoved = t.ptWriteAt[p] !== this.writeAt(j);
     if (flags === this.pFlags[j] && !timeMoved && !writeMoved && str === this.pStr.get(j) && Object.is(t.ptNum[p], this.pNum[j])) {
       if (upd !== this.pUpd[j]) this.pUpd[j] = upd;
       return false;
@@ -241,8 +245,10 @@ export class DeltaTracker implements PersistedPoints {
     const flags = t.ptFlags[p]!;
     this.pNum[k] = t.ptNum[p]!;
     this.pUpd[k] = t.ptUpdatedAt[p]!;
-    this.pWriteNum[k] = t.ptWriteNum[p]!;
-    this.pWriteAt[k] = t.ptWriteAt[p]!;
+    const writeNum = t.ptWriteNum[p]!;
+    const writeAt = t.ptWriteAt[p]!;
+    if (writeAt !== 0 || !Object.is(writeNum, 0)) this.pWrite.set(k, { num: writeNum, at: writeAt });
+    else this.pWrite.delete(k);
     this.pFlags[k] = flags;
     const str = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
     if (str !== undefined) this.pStr.set(k, str);

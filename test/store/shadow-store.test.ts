@@ -164,7 +164,11 @@ test('corrupt manifest alone: generations still judged by their headers, and no 
   }));
 
 /** The file an encode streams (digest left out), each chunk copied as it comes (one may be a reused scratch). */
-const bytesOf = (enc: Encoded, seq = 1): Buffer => Buffer.concat([...enc.chunks(seq)].map((c) => Buffer.from(c)));
+function bytesOf(enc: Encoded, seq = 1): Buffer {
+  const copies: Buffer[] = [];
+  for (const chunk of enc.chunks(seq)) copies.push(Buffer.from(chunk));
+  return Buffer.concat(copies);
+}
 
 function direct(encoder: GenerationEncoder, shadow: Shadow, now: number): Encoded {
   const tracker = new DeltaTracker();
