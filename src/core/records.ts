@@ -43,7 +43,7 @@ export function valueAt(t: ShadowTable, p: number): Value | null {
 export function writeValueAt(t: ShadowTable, p: number): Value | null {
   const flags = t.ptFlags[p]!;
   if ((flags & HAS_WRITE) === 0) return null;
-  return (flags & STR_WRITE) !== 0 ? t.ptWriteStr[p]! : t.ptWriteNum[p]!;
+  return (flags & STR_WRITE) !== 0 ? t.ptWriteStr.get(p)! : t.ptWriteNum[p]!;
 }
 
 export function pointRecord(t: ShadowTable, p: number, name: string): PointRecord {

@@ -374,10 +374,10 @@ export class Shadow extends ShadowBase {
     if (typeof value === 'number') {
       if (!Number.isFinite(value)) throw invalidValue(`write value for ${pointName} must be finite`);
       t.ptWriteNum[p] = value;
-      t.ptWriteStr[p] = undefined;
+      t.ptWriteStr.delete(p);
       t.ptFlags[p] = (t.ptFlags[p]! | HAS_WRITE) & ~STR_WRITE;
     } else {
-      t.ptWriteStr[p] = value;
+      t.ptWriteStr.set(p, value);
       t.ptFlags[p] = t.ptFlags[p]! | HAS_WRITE | STR_WRITE;
     }
     t.ptWriteAt[p] = this.clock.now();

@@ -69,7 +69,7 @@ export function takeSnapshot(shadow: Shadow, now: number): ShadowSnapshot {
       pts.writeAt[k] = t.ptWriteAt[p]!;
       pts.flags[k] = flags;
       if ((flags & STR_VALUE) !== 0) strValues.push([k, t.ptStr[p]!]);
-      if ((flags & STR_WRITE) !== 0) strWrites.push([k, t.ptWriteStr[p]!]);
+      if ((flags & STR_WRITE) !== 0) strWrites.push([k, t.ptWriteStr.get(p)!]);
       k++;
     }
   }
@@ -139,7 +139,9 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
       let flags = config | (saved & (HAS_WRITE | STR_WRITE));
       t.ptWriteNum[p] = snap.pts.writeNum[at]!;
       t.ptWriteAt[p] = snap.pts.writeAt[at]!;
-      t.ptWriteStr[p] = strWrites.get(at);
+      const writeStr = strWrites.get(at);
+      if (writeStr === undefined) t.ptWriteStr.delete(p);
+      else t.ptWriteStr.set(p, writeStr);
       const savedAt = snap.pts.updatedAt[at]!;
       const untrusted = !trusted || savedAt > now;
       const expired = !untrusted && now - savedAt > ttl;

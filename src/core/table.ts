@@ -50,7 +50,8 @@ export class ShadowTable {
   readonly ptWriteAt: Float64Array;
   readonly ptFlags: Uint8Array;
   readonly ptStr: (string | undefined)[];
-  readonly ptWriteStr: (string | undefined)[];
+  /** Write values that are strings, by point slot; sparse (a slot array was 8 B a point for a handful of strings). */
+  readonly ptWriteStr = new Map<number, string>();
   /** Why a point flagged UNAVAILABLE has no value; sparse (only such points are in it). */
   readonly ptReason = new Map<number, string>();
   /** Point names and positions shared by the devices declared with the same points (point-index.ts). */
@@ -76,7 +77,6 @@ export class ShadowTable {
     this.ptWriteAt = new Float64Array(maxPoints);
     this.ptFlags = new Uint8Array(maxPoints);
     this.ptStr = new Array<string | undefined>(maxPoints).fill(undefined);
-    this.ptWriteStr = new Array<string | undefined>(maxPoints).fill(undefined);
     // Free lists hold the lowest slots on top so slots are handed out in order.
     this.freeDevices = Int32Array.from({ length: maxDevices }, (_, i) => maxDevices - 1 - i);
     this.freeDeviceCount = maxDevices;
@@ -95,7 +95,7 @@ export class ShadowTable {
   /** Bytes held by the columns (what `memoryUsage` reports); fixed for the process lifetime. */
   get allocatedBytes(): number {
     const numeric = this.maxDevices * (8 + 8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 8 + 8 + 1);
-    const slotArrays = (this.maxDevices + 2 * this.maxPoints) * 8;
+    const slotArrays = (this.maxDevices + this.maxPoints) * 8;
     return numeric + slotArrays;
   }
 
@@ -136,7 +136,7 @@ export class ShadowTable {
   private freePoint(index: number): void {
     this.ptFlags[index] = 0;
     this.ptStr[index] = undefined;
-    this.ptWriteStr[index] = undefined;
+    this.ptWriteStr.delete(index);
     this.ptReason.delete(index);
     this.freePoints[this.freePointCount++] = index;
   }

@@ -42,25 +42,50 @@ class Writer {
   }
 }
 
+/** The point columns as last persisted, in file order: what a full generation is streamed from. */
+export interface PersistedPoints {
+  /** Table slot of each ordinal. */
+  readonly slots: Int32Array;
+  readonly num: Float64Array;
+  readonly updatedAt: Float64Array;
+  readonly flags: Uint8Array;
+  /** Write value and time of ordinal k (0 when it has none). */
+  writeNum(k: number): number;
+  writeAt(k: number): number;
+}
+
 /** What was last persisted, per ordinal: the delta is the difference to it. */
-export class DeltaTracker {
+export class DeltaTracker implements PersistedPoints {
   structureSeq = -1;
   /** The structureSeq the slot maps below were built for (kept when invalidate() forgets what was persisted). */
   private slotsSeq = -1;
   private slotsOf: Shadow | null = null;
   private devSlots = new Int32Array(0);
   private ptSlots = new Int32Array(0);
-  private ptDev = new Int32Array(0);
+  /** Ordinal of each device's first point; one more entry than devices (a per-point device column was 4 B a point). */
+  private devStart = new Int32Array(1);
   private dUpd = new Float64Array(0);
   private dVer = new Float64Array(0);
   private dState = new Uint8Array(0);
   private dDisc = new Uint32Array(0);
   private pNum = new Float64Array(0);
   private pUpd = new Float64Array(0);
-  private pWriteAt = new Float64Array(0);
+  /**
+   * Write values and times by ordinal, only for points that have one: most points are never written, and two
+   * columns were 16 B a point.
+   */
+  private readonly pWrite = new Map<number, { num: number; at: number }>();
   private pFlags = new Uint8Array(0);
-  private pStr: (string | undefined)[] = [];
+  /** String values by ordinal, only for points that hold one (a slot array was 8 B a point). */
+  private pStr = new Map<number, string>();
   private readonly w = new Writer();
+
+  get slots(): Int32Array { return this.ptSlots; }
+  get num(): Float64Array { return this.pNum; }
+  get updatedAt(): Float64Array { return this.pUpd; }
+  writeNum(k: number): number { return this.pWrite.size === 0 ? 0 : this.pWrite.get(k)?.num ?? 0; }
+  writeAt(k: number): number { return this.pWrite.size === 0 ? 0 : this.pWrite.get(k)?.at ?? 0; }
+  get flags(): Uint8Array { return this.pFlags; }
 
   /** Forgets what was persisted: the next save must be a full generation. */
   invalidate(): void {
@@ -83,9 +108,10 @@ export class DeltaTracker {
       this.dUpd = new Float64Array(n); this.dVer = new Float64Array(n); this.dState = new Uint8Array(n); this.dDisc = new Uint32Array(n);
     }
     if (this.pNum.length !== m) {
-      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pWriteAt = new Float64Array(m); this.pFlags = new Uint8Array(m);
-      this.pStr = new Array<string | undefined>(m);
+      this.pNum = new Float64Array(m); this.pUpd = new Float64Array(m); this.pFlags = new Uint8Array(m);
     }
+    this.pStr.clear();
+    this.pWrite.clear();
     for (let i = 0; i < n; i++) this.keepDevice(t, i);
     for (let k = 0; k < m; k++) this.keepPoint(t, k);
     this.structureSeq = shadow.structureSeq;
@@ -95,18 +121,16 @@ export class DeltaTracker {
     const t = shadow.table;
     const devs: number[] = [];
     const pts: number[] = [];
-    const ptDev: number[] = [];
+    const starts: number[] = [0];
     for (const d of shadow.slots()) {
       const slot = t.devices[d]!;
-      for (let i = 0; i < slot.points.size; i++) {
-        pts.push(slot.points.slotAt(i));
-        ptDev.push(devs.length);
-      }
+      for (let i = 0; i < slot.points.size; i++) pts.push(slot.points.slotAt(i));
       devs.push(d);
+      starts.push(pts.length);
     }
     this.devSlots = Int32Array.from(devs);
     this.ptSlots = Int32Array.from(pts);
-    this.ptDev = Int32Array.from(ptDev);
+    this.devStart = Int32Array.from(starts);
     this.slotsSeq = shadow.structureSeq;
     this.slotsOf = shadow;
   }
@@ -124,8 +148,8 @@ export class DeltaTracker {
     for (let j = 0; j < this.ptSlots.length; j++) {
       const p = this.ptSlots[j]!;
       const flags = t.ptFlags[p]!;
-      if (flags !== this.pFlags[j] || t.ptWriteAt[p] !== this.pWriteAt[j] || !Object.is(t.ptNum[p], this.pNum[j])) return false;
-      if ((flags & STR_VALUE) !== 0 && t.ptStr[p] !== this.pStr[j]) return false;
+      if (flags !== this.pFlags[j] || t.ptWriteAt[p] !== this.writeAt(j) || !Object.is(t.ptNum[p], this.pNum[j])) return false;
+      if ((flags & STR_VALUE) !== 0 && t.ptStr[p] !== this.pStr.get(j)) return false;
     }
     return true;
   }
@@ -142,20 +166,18 @@ export class DeltaTracker {
     const n = this.devSlots.length;
     // Devices first, with "all refreshed" when every point with data carries the device's time.
     const allRefreshed = new Uint8Array(n);
-    let k = 0;
     for (let i = 0; i < n; i++) {
       const d = this.devSlots[i]!;
       const upd = t.devUpdatedAt[d]!;
       let all = 1;
-      const end = k + t.devices[d]!.points.size;
-      for (let j = k; j < end; j++) {
+      const end = this.devStart[i + 1]!;
+      for (let j = this.devStart[i]!; j < end; j++) {
         const p = this.ptSlots[j]!;
         if ((t.ptFlags[p]! & HAS_DATA) !== 0 && t.ptUpdatedAt[p] !== upd) {
           all = 0;
           break;
         }
       }
-      k = end;
       allRefreshed[i] = all;
       if (upd === this.dUpd[i] && t.devVersion[d] === this.dVer[i] && t.devState[d] === this.dState[i] && t.devDisconnect[d] === this.dDisc[i]) continue;
       devCount++;
@@ -171,39 +193,43 @@ export class DeltaTracker {
     const ptCountAt = w.at;
     w.u32(0);
     let ptCount = 0;
-    const m = this.ptSlots.length;
-    for (let j = 0; j < m; j++) {
-      const p = this.ptSlots[j]!;
-      const i = this.ptDev[j]!;
-      const flags = t.ptFlags[p]!;
-      const str = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
-      const upd = t.ptUpdatedAt[p]!;
+    for (let i = 0; i < n; i++) {
       const devUpd = t.devUpdatedAt[this.devSlots[i]!]!;
-      // A refreshed time is carried by its device's bit when the device has it; otherwise it is a change here.
-      const timeMoved = upd !== this.pUpd[j] && !(allRefreshed[i] && upd === devUpd);
-      const writeMoved = t.ptWriteAt[p] !== this.pWriteAt[j];
-      if (flags === this.pFlags[j] && !timeMoved && !writeMoved && str === this.pStr[j] && Object.is(t.ptNum[p], this.pNum[j])) {
-        if (upd !== this.pUpd[j]) this.pUpd[j] = upd;
-        continue;
-      }
-      ptCount++;
-      const ownTime = upd !== devUpd;
-      const strWrite = writeMoved && (flags & STR_WRITE) !== 0;
-      w.u32(j);
-      w.u8(flags);
-      w.u8((ownTime ? P_TIME : 0) | (writeMoved ? P_WRITE : 0) | (str !== undefined ? P_STR : 0) | (strWrite ? P_STR_WRITE : 0));
-      if (str !== undefined) w.str(str);
-      else w.f64(t.ptNum[p]!);
-      if (ownTime) w.f64(upd);
-      if (writeMoved) {
-        if (strWrite) w.str(t.ptWriteStr[p] ?? '');
-        else w.f64(t.ptWriteNum[p]!);
-        w.f64(t.ptWriteAt[p]!);
-      }
-      this.keepPoint(t, j);
+      const end = this.devStart[i + 1]!;
+      for (let j = this.devStart[i]!; j < end; j++) if (this.deltaPoint(t, w, j, devUpd, allRefreshed[i] === 1)) ptCount++;
     }
     w.buf.writeUInt32LE(ptCount, ptCountAt);
     return w.buf.subarray(0, w.at);
+  }
+
+  /** Writes point `j` when it changed since the last save; returns whether it did. */
+  private deltaPoint(t: Shadow['table'], w: Writer, j: number, devUpd: number, allRefreshed: boolean): boolean {
+    const p = this.ptSlots[j]!;
+    const flags = t.ptFlags[p]!;
+    const str = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
+    const upd = t.ptUpdatedAt[p]!;
+    // A refreshed time is carried by its device's bit when the device has it; otherwise it is a change here.
+    const timeMoved = upd !== this.pUpd[j] && !(allRefreshed && upd === devUpd);
+    const writeMoved = t.ptWriteAt[p] !== this.writeAt(j);
+    if (flags === this.pFlags[j] && !timeMoved && !writeMoved && str === this.pStr.get(j) && Object.is(t.ptNum[p], this.pNum[j])) {
+      if (upd !== this.pUpd[j]) this.pUpd[j] = upd;
+      return false;
+    }
+    const ownTime = upd !== devUpd;
+    const strWrite = writeMoved && (flags & STR_WRITE) !== 0;
+    w.u32(j);
+    w.u8(flags);
+    w.u8((ownTime ? P_TIME : 0) | (writeMoved ? P_WRITE : 0) | (str !== undefined ? P_STR : 0) | (strWrite ? P_STR_WRITE : 0));
+    if (str !== undefined) w.str(str);
+    else w.f64(t.ptNum[p]!);
+    if (ownTime) w.f64(upd);
+    if (writeMoved) {
+      if (strWrite) w.str(t.ptWriteStr.get(p) ?? '');
+      else w.f64(t.ptWriteNum[p]!);
+      w.f64(t.ptWriteAt[p]!);
+    }
+    this.keepPoint(t, j);
+    return true;
   }
 
   private keepDevice(t: Shadow['table'], i: number): void {
@@ -219,9 +245,14 @@ export class DeltaTracker {
     const flags = t.ptFlags[p]!;
     this.pNum[k] = t.ptNum[p]!;
     this.pUpd[k] = t.ptUpdatedAt[p]!;
-    this.pWriteAt[k] = t.ptWriteAt[p]!;
+    const writeNum = t.ptWriteNum[p]!;
+    const writeAt = t.ptWriteAt[p]!;
+    if (writeAt !== 0 || !Object.is(writeNum, 0)) this.pWrite.set(k, { num: writeNum, at: writeAt });
+    else this.pWrite.delete(k);
     this.pFlags[k] = flags;
-    this.pStr[k] = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
+    const str = (flags & STR_VALUE) !== 0 ? t.ptStr[p] : undefined;
+    if (str !== undefined) this.pStr.set(k, str);
+    else this.pStr.delete(k);
   }
 }
 

@@ -16,6 +16,7 @@
  * newest generation was lost, which a missing file alone cannot. The bulk data does not go through
  * node-persist: its setItem deep-copies via JSON (stringify + parse of megabytes on the main thread).
  */
+import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import nodePersist from 'node-persist';
@@ -24,9 +25,9 @@ import type { Shadow } from '../core/shadow.js';
 import type { ShadowSnapshot } from '../core/snapshot.js';
 import type { Logger } from '../util/logger.js';
 import { ignoreDamage, type DamageSink } from './damage.js';
-import { atomicWriteFile, fsyncDir, removeStaleTmp } from '../util/atomic-file.js';
+import { atomicWriteChunks, fsyncDir, removeStaleTmp } from '../util/atomic-file.js';
 import { type Encoded, GenerationEncoder } from './generation-encoder.js';
-import { GenerationError, decodeGeneration, sealGeneration } from './snapshot-codec.js';
+import { GenerationError, decodeGeneration } from './snapshot-codec.js';
 import { DeltaTracker, applyDeltas } from './shadow-delta.js';
 import { JournalFile, readJournal } from './shadow-journal.js';
 import { replaceInPlaceWrites } from './persist-writer.js';
@@ -125,6 +126,8 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   let deltaSaves = 0;
   let fullSaves = 0;
   let chain: Promise<unknown> = Promise.resolve();
+  /** Settles when the full generation being streamed from the tracker is written (or failed). */
+  let streaming: Promise<void> | null = null;
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     const run = chain.then(fn, fn);
     chain = run.catch(() => {});
@@ -229,19 +232,18 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
 
   async function writeSlot(slot: Slot, enc: Encoded, ids: Set<string>): Promise<void> {
     const next = seq + 1;
-    await sealGeneration(enc.buf, next);
-    await atomicWriteFile(path.join(dir, fileOf(slot)), enc.buf);
+    await atomicWriteChunks(path.join(dir, fileOf(slot)), sealed(enc, next));
     seq = next;
     newest = slot;
     slotIds[slot] = ids;
-    const manifest: Manifest = { seq: next, slot, savedAt: enc.buf.readDoubleLE(24), bytes: enc.buf.length, devices: enc.devices, points: enc.points };
+    const manifest: Manifest = { seq: next, slot, savedAt: enc.savedAt, bytes: enc.bytes, devices: enc.devices, points: enc.points };
     await storage.setItem(MANIFEST_KEY, manifest);
   }
 
   /** The encode already happened (synchronously, in the caller's tick); the rest waits its turn. */
   function persist(enc: Encoded, structureSeq?: number): Promise<void> {
     const ids = new Set(enc.ids);
-    const bytes = enc.buf.length;
+    const bytes = enc.bytes;
     return serial(async () => {
       if (!loaded) loaded = scan(); // never overwrite the only good generation blind
       await loaded.catch(() => {});
@@ -257,7 +259,7 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       if (structureSeq === undefined) return;
       await journal.reset(seq, structureSeq);
       baseBytes = bytes;
-    }).finally(() => encoder.release(enc));
+    });
   }
 
   /** A delta against what the journal's generation plus its records hold; the encode runs now, in the caller's tick. */
@@ -297,19 +299,28 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
       return persist(encoder.fromSnapshot(snapshot));
     },
     saveShadow(shadow, now) {
+      // A full generation is being streamed from the tracker, which must not move until it is on disk.
+      if (streaming) return streaming.then(() => store.saveShadow(shadow, now));
       // Flash: a delta when the structure is the journal's and the journal is not too long yet; else a full generation.
-      const pending = tracker.canDelta(shadow) && journal.ready && journal.bytes < JOURNAL_FACTOR * baseBytes
-        ? appendDelta(shadow, now)
-        : (() => {
-            const enc = encoder.fromShadow(shadow, now);
+      const full = !(tracker.canDelta(shadow) && journal.ready && journal.bytes < JOURNAL_FACTOR * baseBytes);
+      const pending = full
+        ? (() => {
             tracker.rebase(shadow);
-            return persist(enc, shadow.structureSeq);
-          })();
+            return persist(encoder.fromShadow(shadow, now, tracker), shadow.structureSeq);
+          })()
+        : appendDelta(shadow, now);
       // Whatever failed, the journal and the tracker no longer agree with the disk: the next save is full.
-      return pending.catch((err: unknown) => {
+      const done = pending.catch((err: unknown) => {
         tracker.invalidate();
         throw err;
       });
+      if (full) {
+        const settled: Promise<void> = done.then(() => {}, () => {}).finally(() => {
+          if (streaming === settled) streaming = null;
+        });
+        streaming = settled;
+      }
+      return done;
     },
     close() {
       return serial(() => journal.close());
@@ -329,4 +340,14 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
     },
   };
   return store;
+}
+
+/** The generation's bytes with `seq` stamped, then their SHA-256, hashed chunk by chunk as they are written. */
+function* sealed(enc: Encoded, seq: number): Iterable<Uint8Array> {
+  const hash = createHash('sha256');
+  for (const chunk of enc.chunks(seq)) {
+    hash.update(chunk);
+    yield chunk;
+  }
+  yield hash.digest();
 }

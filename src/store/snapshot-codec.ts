@@ -26,13 +26,6 @@ export class GenerationError extends Error {}
 export const fileLength = (devices: number, points: number, structLen: number, strLen: number): number =>
   HEADER + 8 * 5 * (devices + points) + structLen + strLen + DIGEST;
 
-/** Stamps the sequence number and the checksum; the hashing runs on the thread pool, not the main thread. */
-export async function sealGeneration(buf: Buffer, seq: number): Promise<void> {
-  buf.writeDoubleLE(seq, 16);
-  const digest = await webcrypto.subtle.digest('SHA-256', buf.subarray(0, buf.length - DIGEST));
-  buf.set(new Uint8Array(digest), buf.length - DIGEST);
-}
-
 export interface DecodedGeneration {
   seq: number;
   snapshot: ShadowSnapshot;

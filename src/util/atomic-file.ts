@@ -4,7 +4,7 @@
  * to a temp file in the same directory (rename is only atomic within one file system), is fsynced, then
  * renamed over the target, and the directory is fsynced so the rename itself survives a power cut.
  */
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 let counter = 0;
@@ -24,6 +24,19 @@ export interface AtomicWriteOptions {
 }
 
 export async function atomicWriteFile(file: string, data: Uint8Array | string, opts: AtomicWriteOptions = {}): Promise<void> {
+  await atomicWrite(file, (fh) => fh.writeFile(data), opts);
+}
+
+/** As atomicWriteFile, from chunks written in order (a large file written without one buffer of all of it). */
+export async function atomicWriteChunks(file: string, chunks: Iterable<Uint8Array>, opts: AtomicWriteOptions = {}): Promise<void> {
+  await atomicWrite(file, async (fh) => {
+    for (const chunk of chunks) {
+      for (let done = 0; done < chunk.length;) done += (await fh.write(chunk, done, chunk.length - done)).bytesWritten;
+    }
+  }, opts);
+}
+
+async function atomicWrite(file: string, write: (fh: FileHandle) => Promise<void>, opts: AtomicWriteOptions): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = tmpPathFor(file);
   const fh = await open(tmp, 'w', opts.mode ?? 0o644);
@@ -31,7 +44,7 @@ export async function atomicWriteFile(file: string, data: Uint8Array | string, o
     try {
       if (opts.mode !== undefined) await fh.chmod(opts.mode);
       if (opts.gid !== undefined) await fh.chown(-1, opts.gid);
-      await fh.writeFile(data);
+      await write(fh);
       await fh.sync();
     } finally {
       await fh.close();

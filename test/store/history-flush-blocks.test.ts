@@ -106,4 +106,23 @@ test('a fleet-sized flush is built across turns of the event loop, not in one st
   assert.ok(turns >= 100, `other work ran on ${turns} turns during the build`);
 });
 
+test('with a sink, a big flush is handed over in pieces whose bytes and offsets are those of one buffer', async () => {
+  const buf = new SampleBuffer(50_000);
+  for (let i = 0; i < 50_000; i++) buf.push(i % 10_000, 1_000 + i, i % 7 === 0 ? `t${i}` : i);
+  const whole = new FlushBlocks();
+  await whole.build(buf, (s) => s !== 3);
+  const expected = Buffer.from(whole.data);
+  const offsets = whole.offset.slice(0, whole.count);
+
+  const spilled = new FlushBlocks();
+  const pieces: Buffer[] = [];
+  await spilled.build(buf, (s) => s !== 3, undefined, async (bytes) => void pieces.push(Buffer.from(bytes)));
+  assert.ok(pieces.length >= 2, `${pieces.length} pieces handed over before the end`);
+  const all = Buffer.concat([...pieces, spilled.data]);
+  assert.is(spilled.bytes, all.length);
+  assert.ok(all.equals(expected), 'the same bytes as built in one buffer');
+  assert.equal(spilled.offset.slice(0, spilled.count), offsets, 'offsets count from the build\'s first byte');
+  assert.is(decodeAll(all).reduce((n, b) => n + b.ts.length, 0), 50_000 - 5, 'every sample of a live series');
+});
+
 test.run();

@@ -5,7 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Shadow } from '../../src/core/shadow.js';
 import { restoreSnapshot, takeSnapshot } from '../../src/core/snapshot.js';
-import { GenerationEncoder } from '../../src/store/generation-encoder.js';
+import { type Encoded, GenerationEncoder } from '../../src/store/generation-encoder.js';
+import { DeltaTracker } from '../../src/store/shadow-delta.js';
 import { decodeGeneration } from '../../src/store/snapshot-codec.js';
 import { openShadowStore } from '../../src/store/shadow-store.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -162,19 +163,56 @@ test('corrupt manifest alone: generations still judged by their headers, and no 
     assert.equal(loaded.problems, []);
   }));
 
+/** The file an encode streams (digest left out), each chunk copied as it comes (one may be a reused scratch). */
+function bytesOf(enc: Encoded, seq = 1): Buffer {
+  const copies: Buffer[] = [];
+  for (const chunk of enc.chunks(seq)) copies.push(Buffer.from(chunk));
+  return Buffer.concat(copies);
+}
+
+function direct(encoder: GenerationEncoder, shadow: Shadow, now: number): Encoded {
+  const tracker = new DeltaTracker();
+  tracker.rebase(shadow);
+  return encoder.fromShadow(shadow, now, tracker);
+}
+
 test('encoding straight from the table gives the same file as encoding takeSnapshot', () => {
   const now = { t: T0 };
   const shadow = makeShadow(now);
   fill(shadow, now, 3);
-  const direct = new GenerationEncoder().fromShadow(shadow, now.t).buf;
-  const viaSnapshot = new GenerationEncoder().fromSnapshot(takeSnapshot(shadow, now.t)).buf;
-  assert.ok(direct.equals(viaSnapshot));
+  const fromTable = direct(new GenerationEncoder(), shadow, now.t);
+  const viaSnapshot = new GenerationEncoder().fromSnapshot(takeSnapshot(shadow, now.t));
+  assert.ok(bytesOf(fromTable).equals(bytesOf(viaSnapshot)));
+  assert.is(fromTable.bytes, bytesOf(fromTable).length + 32, 'length stated = bytes streamed + the digest');
   // A second encode reuses the cached structure and must still see new values.
   const encoder = new GenerationEncoder();
-  const first = Buffer.from(encoder.fromShadow(shadow, now.t).buf);
+  const first = bytesOf(direct(encoder, shadow, now.t));
   shadow.SetDevicePoints('meter', { temp: 99 });
-  assert.not.ok(encoder.fromShadow(shadow, now.t).buf.equals(first));
+  assert.not.ok(bytesOf(direct(encoder, shadow, now.t)).equals(first));
 });
+
+test('a generation larger than one write chunk streams and decodes (every column, flags across chunks)', () =>
+  withDir(async (dir) => {
+    const now = { t: T0 };
+    // 400 × 100 = 40,000 points: each f64 column is 320 KB, more than one 256 KB chunk.
+    const shadow = new Shadow({ maxDevices: 400, maxPoints: 40_000, defaultTtl: TTL, clock: { now: () => now.t, mono: () => now.t } });
+    const names = Array.from({ length: 100 }, (_, i) => ({ name: `p${i}` }));
+    for (let d = 0; d < 400; d++) shadow.AddDevice(`d${d}`, 'm', TTL, { points: names });
+    for (let d = 0; d < 400; d++) {
+      shadow.SetDevicePoints(`d${d}`, Object.fromEntries(names.map((n, i) => [n.name, i % 7 === 0 ? `s${d}.${i}` : d * 1000 + i])));
+    }
+    shadow.SetWritePointValue('d399', 'p99', 5);
+    const store = await open(dir);
+    await store.saveShadow(shadow, now.t);
+    await store.close();
+    const loaded = await (await open(dir)).load();
+    assert.equal(loaded.problems, []);
+    const want = takeSnapshot(shadow, now.t);
+    const got = loaded.snapshot!;
+    for (const col of ['num', 'updatedAt', 'writeNum', 'writeAt', 'flags'] as const) assert.equal(got.pts[col], want.pts[col], col);
+    assert.equal(got.strValues, want.strValues);
+    assert.equal(got.strWrites, want.strWrites);
+  }));
 
 test('saveShadow round trip and a new device after a save (structure cache invalidated)', () =>
   withDir(async (dir) => {

@@ -14,32 +14,51 @@ import type { SampleBuffer } from './sample-buffer.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
+/** Bytes built before they are handed to the sink: a few syscalls per flush, a small buffer kept. */
+const SPILL_AT = 256 << 10;
 /** Groups between two looks at the clock (a group is a few µs: the clock is not read per sample). */
 const CHECK_EVERY = 64;
 
 export class FlushBlocks {
-  /** Blocks built by the last build(); their index columns below (offsets relative to `data`). */
+  /** Blocks built by the last build(); their index columns below (offsets from the build's first byte). */
   count = 0;
+  /** Series in the last build's buffer, known before its first bytes reach the sink (about a block each). */
+  groups = 0;
   series = new Uint32Array(1024);
   kind = new Uint8Array(1024);
-  offset = new Float64Array(1024);
+  /** Byte offsets into one flush's buffer: far below 4 GiB, so 4 B an entry (an entry per series per flush). */
+  offset = new Uint32Array(1024);
   len = new Uint32Array(1024);
   minTs = new Float64Array(1024);
   maxTs = new Float64Array(1024);
-  private buf = Buffer.allocUnsafe(256 << 10);
+  private buf = Buffer.allocUnsafe(SPILL_AT);
   private at = 0;
+  /** Bytes of this build already handed to the sink: what `at` counts from. */
+  private spilled = 0;
   private starts = new Uint32Array(0);
   private order = new Uint32Array(0);
 
-  /** The blocks' bytes: a view of the reused buffer, valid until the next build(). */
+  /** The blocks' bytes not handed to the sink (all of them without one): a view of the reused buffer, valid until the next build(). */
   get data(): Buffer {
     return this.buf.subarray(0, this.at);
   }
 
-  /** Encodes every sample of `src` whose series is live; `src` must not change until this resolves. */
-  async build(src: SampleBuffer, isLive: (series: number) => boolean, budget = new TurnBudget()): Promise<void> {
+  /** Bytes of the last build's blocks, spilled ones included. */
+  get bytes(): number {
+    return this.spilled + this.at;
+  }
+
+  /**
+   * Encodes every sample of `src` whose series is live; `src` must not change until this resolves. With a
+   * `sink`, the bytes built so far are handed to it whenever they pass SPILL_AT (the rest stays in `data`):
+   * a whole flush of fleet F in one buffer was 4 MB kept from flush to flush.
+   */
+  async build(src: SampleBuffer, isLive: (series: number) => boolean, budget = new TurnBudget(),
+    sink?: (bytes: Buffer) => Promise<void>): Promise<void> {
     this.count = 0;
+    this.groups = 0;
     this.at = 0;
+    this.spilled = 0;
     const n = src.length;
     if (n === 0) return;
     const order = this.groupBySeries(src);
@@ -50,6 +69,11 @@ export class FlushBlocks {
       while (b < n && src.series[order[b]!] === s) b++;
       if (isLive(s)) this.addGroup(src, order, a, b, s);
       a = b;
+      if (sink && this.at >= SPILL_AT) {
+        await sink(this.buf.subarray(0, this.at));
+        this.spilled += this.at;
+        this.at = 0;
+      }
       if (++groups % CHECK_EVERY === 0) await budget.maybeYield();
     }
   }
@@ -64,6 +88,8 @@ export class FlushBlocks {
     const starts = this.starts;
     starts.fill(0, 0, max + 2);
     for (let i = 0; i < n; i++) starts[src.series[i]! + 1]!++;
+    this.groups = 0;
+    for (let k = 1; k < max + 2; k++) if (starts[k]! > 0) this.groups++;
     for (let k = 1; k < max + 2; k++) starts[k]! += starts[k - 1]!;
     const order = this.order;
     for (let i = 0; i < n; i++) order[starts[src.series[i]!]!++] = i;
@@ -77,7 +103,7 @@ export class FlushBlocks {
     for (let j = a; j < b; j++) {
       const i = order[j]!;
       const t = src.ts[i]!;
-      if (src.text[i] === undefined) {
+      if (src.textAt(i) === undefined) {
         nums++;
         if (t < nMin) nMin = t;
         if (t > nMax) nMax = t;
@@ -105,7 +131,7 @@ export class FlushBlocks {
     let p = off + HEADER_BYTES;
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      if (src.text[i] !== undefined) continue;
+      if (src.textAt(i) !== undefined) continue;
       if (narrow) {
         buf.writeUInt16LE(src.ts[i]! - min, p);
         buf.writeDoubleLE(src.num[i]!, p + 2);
@@ -123,7 +149,7 @@ export class FlushBlocks {
   private strBlock(src: SampleBuffer, order: Uint32Array, a: number, b: number, s: number, count: number, min: number, max: number): void {
     let payload = 0;
     for (let j = a; j < b; j++) {
-      const text = src.text[order[j]!];
+      const text = src.textAt(order[j]!);
       if (text !== undefined) payload += 6 + Buffer.byteLength(text);
     }
     const off = this.reserve(HEADER_BYTES + payload);
@@ -131,7 +157,7 @@ export class FlushBlocks {
     let p = off + HEADER_BYTES;
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      const text = src.text[i];
+      const text = src.textAt(i);
       if (text === undefined) continue;
       buf.writeUInt32LE(src.ts[i]! - min, p);
       const len = buf.write(text, p + 6, 'utf8');
@@ -147,7 +173,7 @@ export class FlushBlocks {
     const vals: (number | string)[] = [];
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      const t = src.text[i];
+      const t = src.textAt(i);
       if ((t !== undefined) !== text) continue;
       ts.push(src.ts[i]!);
       vals.push(t ?? src.num[i]!);
@@ -178,7 +204,7 @@ export class FlushBlocks {
     const i = this.count++;
     this.series[i] = series;
     this.kind[i] = kind;
-    this.offset[i] = offset;
+    this.offset[i] = this.spilled + offset;
     this.len[i] = len;
     this.minTs[i] = minTs;
     this.maxTs[i] = maxTs;

@@ -240,29 +240,39 @@ class FileHistoryStore implements HistoryStore {
 
   private async append(buf: SampleBuffer): Promise<void> {
     // In slices across turns (flush-blocks.ts): `buf` stays the pending buffer meanwhile, so queries see it.
+    // The blocks reach the log in pieces as they are built; none is indexed before all are synced.
     const blocks = this.blocks;
-    await blocks.build(buf, (id) => this.registry.isLive(id));
-    const data = blocks.data;
-    if (!data.length) return;
-    // A flush that would take the log past its block limit starts the next log: the index's columns then stop
-    // at the limit instead of doubling past it for one flush's blocks.
-    if (this.active && this.active.blocks > 0 && this.active.blocks + blocks.count > MAX_LOG_BLOCKS) await this.roll();
-    const { seg, fh } = await this.ensureActive();
-    const pos = seg.bytes;
+    // The log is opened by the first write: a flush of series that all went writes nothing.
+    const out: { to?: { seg: LogSegment; fh: FileHandle }; pos: number; written: number } = { pos: 0, written: 0 };
+    const write = async (bytes: Buffer): Promise<void> => {
+      if (!out.to) {
+        // A flush that would take the log past its block limit starts the next log: the index's columns then
+        // stop at the limit instead of doubling past it for one flush's blocks (a block per series, about).
+        if (this.active && this.active.blocks > 0 && this.active.blocks + blocks.groups > MAX_LOG_BLOCKS) await this.roll();
+        out.to = await this.ensureActive();
+        out.pos = out.to.seg.bytes;
+      }
+      await writeAt(out.to.fh, bytes, out.pos + out.written);
+      out.written += bytes.length;
+    };
     try {
-      await writeAt(fh, data, pos);
-      await fh.datasync();
+      await blocks.build(buf, (id) => this.registry.isLive(id), undefined, write);
+      if (blocks.data.length) await write(blocks.data);
+      if (!out.to) return;
+      await out.to.fh.datasync();
     } catch (err) {
-      await fh.truncate(pos).catch(() => {});
+      await out.to?.fh.truncate(out.pos).catch(() => {});
       throw err;
     }
+    const { seg } = out.to;
+    const { pos, written } = out;
     // Index the blocks and release the pending buffer in one synchronous step: a query snapshot
     // must see each sample exactly once, either in memory or in the log.
     for (let i = 0; i < blocks.count; i++) {
       seg.addBlock(blocks.series[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
     }
-    seg.bytes = pos + data.length;
-    this.counts.written += data.length;
+    seg.bytes = pos + written;
+    this.counts.written += written;
     this.pending = null;
     this.counts.flushes++;
     this.sealRetryAt = 0; // space is there again
