@@ -6,13 +6,14 @@
  *
  * Two ways of seeing the loop, from libuv's own account of the time it slept (performance.nodeTiming.idleTime):
  * - a look (`look()`, called by callbacks the gateway runs often — the bus owner's requests — and by a slow
- *   timer while the loop shows activity): the busy time since the previous look is taken as one stretch that
- *   ends now, and a sampling tick due in it would have fired late by up to its length. A stall is never
- *   missed; busy time of several short turns between two looks reads as one longer one (overstated, never
- *   understated), so looks come often on a loop that works and the slow timer backs off on one that sleeps.
- * - a busy loop (a stretch of `resolutionMs` or more between two looks) gets a real sampling timer, which
- *   records its own lateness as monitorEventLoopDelay does and stops once a second of it was less than
- *   STOP_SHARE busy. It costs wake-ups only while the loop is busy anyway.
+ *   timer when a second passed without one while the loop shows activity): the busy time since the previous
+ *   look is taken as one stretch that ends now, and a sampling tick due in it would have fired late by up to
+ *   its length. A stall is never missed; busy time of several short turns between two looks reads as one
+ *   longer one (overstated, never understated: at most the busy time of a second on a loop under START_SHARE).
+ * - a busy loop (a stretch of `resolutionMs` or more that is START_SHARE of the time since the previous look)
+ *   gets a real sampling timer, which records its own lateness as monitorEventLoopDelay does and stops once a
+ *   span of it was less than STOP_SHARE busy. It costs wake-ups only while the loop is busy anyway; a single
+ *   stall on a quiet loop (a save, a flush) is seen whole by the next look and starts no sampler.
  */
 import { createHistogram, performance, type RecordableHistogram } from 'node:perf_hooks';
 
@@ -25,13 +26,13 @@ export interface TurnDelays {
   histogram(): RecordableHistogram;
 }
 
-/** The slow look's interval bounds: it starts at the lower and doubles while the loop stays quiet. */
-const LOOK_MIN_MS = 100;
-const LOOK_MAX_MS = 1000;
-/** Busy time between two slow looks under which the loop counts as quiet (the look itself costs ~0.01 ms). */
-const QUIET_MS = 0.5;
-/** How long the sampler runs before it asks whether the loop is still busy, and the busy share that stops it. */
-const SPAN_MS = 1000;
+/** How long the loop goes without a look before the slow timer looks (the gateway's own looks put it off). */
+const LOOK_MS = 1000;
+/** Busy time since the previous look under which the loop counts as asleep (the look itself costs ~0.01 ms). */
+const ASLEEP_MS = 0.05;
+/** The busy share since the previous look that starts the sampler; the span after which the sampler asks whether the loop is still busy, and the share that stops it. */
+const START_SHARE = 0.05;
+const SPAN_MS = 500;
 const STOP_SHARE = 0.02;
 
 export function turnDelays(resolutionMs: number): TurnDelays {
@@ -48,9 +49,6 @@ export function turnDelays(resolutionMs: number): TurnDelays {
   let spanAt = 0;
   let spanIdle = 0;
   let slowLook: NodeJS.Timeout | undefined;
-  /** The slow look's next interval, and the one its timer was made with (refresh() keeps that one). */
-  let lookMs = LOOK_MIN_MS;
-  let armedMs = 0;
 
   // The histogram takes integers ≥ 1: delays in µs, 0 recorded as 1.
   const record = (delayMs: number): void => h.record(Math.max(1, Math.round(delayMs * 1000)));
@@ -64,7 +62,8 @@ export function turnDelays(resolutionMs: number): TurnDelays {
   const account = (): number => {
     const now = performance.now();
     const idle = idleNow();
-    const busy = Math.max(0, now - lastAt - (idle - lastIdle));
+    const since = now - lastAt;
+    const busy = Math.max(0, since - (idle - lastIdle));
     lastAt = now;
     lastIdle = idle;
     freeUntil(now - busy);
@@ -72,34 +71,26 @@ export function turnDelays(resolutionMs: number): TurnDelays {
       record(now - tick);
       tick = now + resolutionMs;
     }
-    if (busy >= resolutionMs) startSampling(now, idle);
+    if (busy >= resolutionMs && busy >= START_SHARE * since) startSampling(now, idle);
     return busy;
   };
 
   const look = (): void => {
     if (!running || sampling) return;
     account();
-    if (!sampling) {
-      lookMs = LOOK_MIN_MS;
-      armSlowLook();
-    }
+    if (!sampling) armSlowLook();
   };
 
   const armSlowLook = (): void => {
-    if (slowLook && armedMs === lookMs) slowLook.refresh();
-    else {
-      clearTimeout(slowLook);
-      slowLook = setTimeout(onSlowLook, (armedMs = lookMs)).unref();
-    }
+    if (slowLook) slowLook.refresh();
+    else slowLook = setTimeout(onSlowLook, LOOK_MS).unref();
   };
 
-  /** No look for a while: one now; again soon while the loop works, later while it is quiet, never once it sleeps. */
+  /** No look for a second: one now, and again in a second unless the loop slept (the next look starts it again). */
   const onSlowLook = (): void => {
     if (!running || sampling) return;
     const busy = account();
-    if (sampling || busy < 0.05) return; // asleep: the next look (the window's at the latest) starts it again
-    lookMs = busy < QUIET_MS ? Math.min(LOOK_MAX_MS, lookMs * 2) : LOOK_MIN_MS;
-    armSlowLook();
+    if (!sampling && busy >= ASLEEP_MS) armSlowLook();
   };
 
   const startSampling = (now: number, idle: number): void => {
@@ -122,7 +113,6 @@ export function turnDelays(resolutionMs: number): TurnDelays {
         sampling = false;
         lastAt = now;
         lastIdle = idle;
-        lookMs = LOOK_MIN_MS;
         armSlowLook();
         return;
       }
@@ -139,7 +129,6 @@ export function turnDelays(resolutionMs: number): TurnDelays {
       lastAt = performance.now();
       lastIdle = idleNow();
       tick = lastAt + resolutionMs;
-      lookMs = LOOK_MIN_MS;
       armSlowLook();
     },
     stop() {
