@@ -8,8 +8,9 @@
  * - a look (`look()`, called by callbacks the gateway runs often — the bus owner's requests — and by a slow
  *   timer when a second passed without one while the loop shows activity): the busy time since the previous
  *   look is taken as one stretch that ends now, and a sampling tick due in it would have fired late by up to
- *   its length. A stall is never missed; busy time of several short turns between two looks reads as one
- *   longer one (overstated, never understated: at most the busy time of a second on a loop under START_SHARE).
+ *   its length. A stall is never missed, though a look made inside it splits it in two (the bus owner looks
+ *   before a request, where a turn has done little yet); busy time of several short turns between two looks
+ *   reads as one longer one (at most the busy time of a second on a loop under START_SHARE).
  * - a busy loop (a stretch of `resolutionMs` or more that is START_SHARE of the time since the previous look)
  *   gets a real sampling timer, which records its own lateness as monitorEventLoopDelay does and stops once a
  *   span of it was less than STOP_SHARE busy. It costs wake-ups only while the loop is busy anyway; a single
@@ -30,7 +31,10 @@ export interface TurnDelays {
 const LOOK_MS = 1000;
 /** Busy time since the previous look under which the loop counts as asleep (the look itself costs ~0.01 ms). */
 const ASLEEP_MS = 0.05;
-/** The busy share since the previous look that starts the sampler; the span after which the sampler asks whether the loop is still busy, and the share that stops it. */
+/**
+ * The busy share since the previous look that starts the sampler; the span after which the sampler asks whether
+ * the loop is still busy, and the share that stops it.
+ */
 const START_SHARE = 0.05;
 const SPAN_MS = 500;
 const STOP_SHARE = 0.02;
