@@ -2,9 +2,10 @@
  * The event loop's delay, as a part whose stats reach /metrics and /api/v1/system: a stall here is a late
  * poll, a late MQTT message and a late watchdog ping (issue 16 measures it with everything running).
  * `window*` figures cover the last completed 10 s window, the others the whole run. Measured on the loop's
- * own turns (event-loop-turns.ts): what a timer sampling every 20 ms would record, without waking the loop.
+ * own time (event-loop-turns.ts): what a timer sampling every 20 ms would record, without waking a loop that sleeps.
  */
 import type { Part } from '../core/lifecycle.js';
+import { setLoopLook } from '../util/loop-look.js';
 import { turnDelays } from './event-loop-turns.js';
 
 const WINDOW_MS = 10_000;
@@ -24,6 +25,7 @@ export function createEventLoopPart(): Part<never> & { stats(): EventLoopStats }
     name: 'event-loop',
     async start() {
       delays.start();
+      setLoopLook(delays.look);
       timer = setInterval(() => {
         const h = delays.histogram();
         last = { p99: h.percentile(99), max: h.max };
@@ -35,6 +37,7 @@ export function createEventLoopPart(): Part<never> & { stats(): EventLoopStats }
     },
     async stop() {
       clearInterval(timer);
+      setLoopLook(null);
       delays.stop();
     },
     stats() {

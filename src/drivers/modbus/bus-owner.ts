@@ -10,6 +10,7 @@
 import { GatewayError } from '../../core/errors.js';
 import { CycleOrder, type CycleTag } from '../../protocol/modbus/cycle-order.js';
 import type { Logger } from '../../util/logger.js';
+import { loopLook } from '../../util/loop-look.js';
 import { classify, type ClassifiedError } from './errors.js';
 import type { ModbusTransport, WireRequest } from './transport.js';
 
@@ -243,6 +244,8 @@ export class BusOwner {
     if (!this.transport.isOpen()) {
       throw classify(new LinkDownError(`${where}: link is not open (reopening in the background)`), unit, where);
     }
+    // Each request is a turn or two of the loop: the event-loop monitor looks here instead of waking it.
+    loopLook();
     // t3.5: a slave may ignore a request that follows the previous frame too closely.
     await this.silence();
     const stats = this.stats(unit);

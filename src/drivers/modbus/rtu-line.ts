@@ -1,36 +1,15 @@
 /**
- * The RTU line: owns the serial port's file descriptor, sends the master's request frames and hands it
- * each answer whole (rtu-transport.ts).
- *
- * Reads and writes are non-blocking read(2)/write(2) calls on the event loop, reads when serialport's
- * poller says the tty is readable — not fs.read/fs.write through libuv's thread pool, which cost three
- * thread-pool round trips per request and let a byte sit unheard in a read in flight while the bus owner
- * listened before talking. Every chunk is stamped when it is read: the line is free t3.5 after the last
- * byte heard. During a transaction the answer's length is known from its function code (frame.ts), so
- * it is handed on once, whole, and on a line that trickles bytes in the line sleeps until the rest of the
- * frame can have come (one wake-up per frame, not per chunk). What cannot be the answer is refused:
- * bytes that end in silence without one, or an answer that came after another frame (someone else's).
+ * The RTU line: the gateway's master on a serial line (rtu-transport.ts), listening before it talks. What it
+ * reads, stamps and cuts into answers is rtu-reader.ts; here, what another master says between our
+ * transactions is heard (line-listener.ts), when the line is free is decided from the last byte heard, and a
+ * request that finds the line not free after all is held until it is.
  */
-import { EventEmitter } from 'node:events';
-import { readSync, writeSync } from 'node:fs';
-import { SerialPort } from 'serialport';
-import { crcOk, expectedResponseLength, MAX_FRAME, NEED_MORE, UNKNOWN } from '../../protocol/modbus/frame.js';
-import { charMs, silenceMs } from '../../protocol/modbus/wire-cost.js';
-import { endsWithFrame, LineListener } from './line-listener.js';
+import { MAX_FRAME } from '../../protocol/modbus/frame.js';
+import { LineListener } from './line-listener.js';
+import { RtuReader, type LineBinding } from './rtu-reader.js';
 import type { RtuOptions } from './transport.js';
 
-/**
- * What the line uses of the port serialport's Linux (and macOS) binding opens: its fd and its poller, both
- * declared public by @serialport/bindings-cpp (canary: test/deploy/library-internals.test.ts).
- */
-export interface BoundPort {
-  fd: number | null;
-  readonly isOpen: boolean;
-  readonly poller: { on(event: 'readable', fn: (err: Error | null) => void): unknown; poll(flags: number): void };
-  close(): Promise<void>;
-}
-/** What opens a port: serialport's detected binding, or (tests) one that wraps it. */
-export interface LineBinding { open(options: object): Promise<BoundPort> }
+export { UV_READABLE, type BoundPort, type LineBinding } from './rtu-reader.js';
 
 /**
  * A line where another master was heard this recently is shared: the gateway leaves it a turn after each
@@ -39,98 +18,17 @@ export interface LineBinding { open(options: object): Promise<BoundPort> }
  */
 export const SHARED_LINE_MS = 60_000;
 
-/** The poller's flag for "readable" (bindings-cpp's EVENTS.UV_READABLE). Its "writable" is never asked for. */
-export const UV_READABLE = 1;
-const CHUNKS = 64;
-
-const isAgain = (err: unknown): boolean => {
-  const code = (err as { code?: string }).code;
-  return code === 'EAGAIN' || code === 'EWOULDBLOCK' || code === 'EINTR';
-};
-
-export class RtuLine extends EventEmitter {
+export class RtuLine extends RtuReader {
   /** Another master's traffic heard between our transactions. */
   readonly listener: LineListener;
   /** How long a slave may take to answer (our timeout): how long another master's request holds the line. */
   answerWaitMs = 300;
-  /** Told the current transaction's answer: `buf[start, end)`, a whole frame with a good CRC (valid during the call). */
-  onAnswer: (buf: Uint8Array, start: number, end: number) => void = () => {};
-  /** Told when what came cannot be the current transaction's answer. */
-  onRefused: (reason: string) => void = () => {};
-
-  private port: BoundPort | null = null;
-  private closing = false;
-  private polling = false;
-  private lastByte = 0;
-  /** When the kernel last had nothing waiting, as a read or the poller found (performance.now()). */
-  private drainedAt = -Infinity;
-  /** When the poller was last asked to say readable (it is asked again after each time it says so). */
-  private armedAt = -Infinity;
-  private readonly t35: number;
-  private readonly charMs: number;
-  /**
-   * Silence that ends an answer: t3.5 in the standard, but USB adapters hand bytes over in bursts (an FTDI
-   * waits up to 16 ms), so never under 50 ms — still a sixth of the default timeout.
-   */
-  private readonly frameGapMs: number;
-  /** Bytes read outside a transaction (to the listener). */
-  private readonly scratch = Buffer.alloc(512);
-  /** The current transaction's bytes, and which chunk ended where and came when. */
-  private readonly rx = Buffer.alloc(512);
-  private rxLen = 0;
-  private readonly chunkEnd = new Uint16Array(CHUNKS);
-  private readonly chunkAt = new Float64Array(CHUNKS);
-  private chunks = 0;
-  private inTransaction = false;
-  private settled = false;
-  private unit = -1;
-  private fc = 0;
-  private badCrc = false;
-  /** Wire time until the answer begun at the first byte can be whole (0: poll for readable instead). */
-  private restMs = 0;
-  private quietTimer: NodeJS.Timeout | undefined;
-  private restTimer: NodeJS.Timeout | undefined;
   /** A request held back because the line was not free when it was sent. */
   private heldTimer: NodeJS.Timeout | undefined;
-  /** Where the transaction's answer ended in `rx` (0: no answer). */
-  private answerEnd = 0;
 
-  constructor(private readonly options: RtuOptions, private readonly binding = SerialPort.binding as unknown as LineBinding) {
-    super();
-    this.t35 = silenceMs(options.baudRate);
-    this.charMs = charMs(options.baudRate);
-    this.frameGapMs = Math.max(50, Math.ceil(4 * this.t35));
+  constructor(options: RtuOptions, binding?: LineBinding) {
+    super(options, binding);
     this.listener = new LineListener(this.t35, this.frameGapMs);
-  }
-
-  get isOpen(): boolean {
-    return this.port !== null && this.port.isOpen && !this.closing;
-  }
-
-  /** Opens the port (a fresh line per open: the transport builds one each time). */
-  async open(): Promise<void> {
-    const { path, baudRate, dataBits, stopBits, parity } = this.options;
-    const port = await this.binding.open({ path, baudRate, dataBits, stopBits, parity });
-    if (typeof port.fd !== 'number' || typeof port.poller?.poll !== 'function') {
-      await port.close().catch(() => {});
-      throw new Error(`${path}: this platform's serial binding has no fd poller (non-blocking reads need one)`);
-    }
-    this.port = port;
-    port.poller.on('readable', this.onReadable);
-    this.arm();
-  }
-
-  async close(): Promise<void> {
-    const port = this.port;
-    if (!port || this.closing) return;
-    this.closing = true;
-    this.stopTimers();
-    try {
-      if (port.isOpen) await port.close();
-    } finally {
-      this.port = null;
-      this.emit('close');
-    }
   }
 
   /**
@@ -145,7 +43,7 @@ export class RtuLine extends EventEmitter {
    * never falls silent, at most two longest frames, as the bus owner does.
    */
   send(frame: Uint8Array, length: number, heldSince = performance.now()): void {
-    if (!this.port || this.port.fd === null || length < 4) return;
+    if (!this.hasFd() || length < 4) return;
     if (!this.fresh(this.drainedAt)) this.readNow();
     const now = performance.now();
     const wait = this.freeAt() - now;
@@ -154,21 +52,8 @@ export class RtuLine extends EventEmitter {
       this.heldTimer = setTimeout(() => this.send(frame, length, heldSince), Math.max(1, Math.ceil(wait)));
       return;
     }
-    this.clear();
-    this.inTransaction = true;
-    this.settled = false;
-    this.badCrc = false;
-    this.unit = frame[0]!;
-    this.fc = frame[1]!;
     this.listener.reset();
-    this.put(frame, 0, length);
-  }
-
-  // ---- what the transport asks of the line ----
-
-  /** When the last byte was heard (performance.now(); 0: never). */
-  lastByteAt(): number {
-    return this.lastByte;
+    this.begin(frame, length);
   }
 
   /**
@@ -194,231 +79,13 @@ export class RtuLine extends EventEmitter {
     return performance.now() - this.listener.lastHeardAt() < SHARED_LINE_MS;
   }
 
-  /**
-   * Reads what has come and not been read (the loop was held up); returns how many bytes. `polledSince`: a
-   * moment before the loop last polled for I/O (the caller waited for a timer, then for an immediate): if the
-   * poller was armed from before it and has not said readable, nothing was waiting when the loop polled, and
-   * if that was a fraction of a character ago (as for `send`) no read is made — a read that finds nothing
-   * costs an exception in Node, about as much CPU as the request's own write.
-   */
-  takePending(polledSince = -Infinity): number {
-    if (this.polling && this.armedAt <= polledSince && this.fresh(polledSince)) {
-      this.drainedAt = Math.max(this.drainedAt, polledSince);
-      return 0;
-    }
-    return this.readNow();
+  protected override heard(bytes: Buffer, at: number): void {
+    this.listener.heard(bytes, at, this.answerWaitMs);
   }
 
-  /** Reads, now, what has come and not been read; returns how many bytes. */
-  readNow(): number {
-    const fd = this.port?.fd;
-    if (typeof fd !== 'number') return 0;
-    let total = 0;
-    for (;;) {
-      const into = this.inTransaction ? this.rx : this.scratch;
-      if (this.inTransaction && this.rxLen === this.rx.length) this.clear(); // a babbling line: start over
-      const from = this.inTransaction ? this.rxLen : 0;
-      const room = into.length - from;
-      let n: number;
-      try {
-        n = readSync(fd, into, from, room, null);
-      } catch (err) {
-        if (isAgain(err)) this.drainedAt = performance.now();
-        else this.fail(err as Error);
-        return total;
-      }
-      if (n <= 0) {
-        this.drainedAt = performance.now(); // 0 from a tty: nothing to read now
-        return total;
-      }
-      total += n;
-      const at = performance.now();
-      this.lastByte = at;
-      if (this.inTransaction) this.took(n, at);
-      else this.listener.heard(this.scratch.subarray(0, n), at, this.answerWaitMs);
-      if (n < room) {
-        this.drainedAt = at; // the kernel's buffer is empty: the poller says when more comes
-        return total;
-      }
-    }
-  }
-
-  /**
-   * The transaction is over (answered, refused or timed out): what comes next is heard as line traffic,
-   * and so is what came after its answer in the same reads (another master may have begun a request
-   * t3.5 after it while the loop was held up).
-   */
-  end(): void {
-    if (this.inTransaction && this.answerEnd > 0 && this.rxLen > this.answerEnd) {
-      this.listener.heard(this.rx.subarray(this.answerEnd, this.rxLen), this.timeOf(this.rxLen - 1), this.answerWaitMs);
-    }
-    this.answerEnd = 0;
-    this.inTransaction = false;
-    this.settled = true;
-    this.stopTimers();
-    this.arm();
-  }
-
-  /** Forgets the transaction's bytes (a drain after a timeout). */
-  clear(): void {
-    this.rxLen = 0;
-    this.chunks = 0;
-  }
-
-  // ---- inside ----
-
-  /** A read or poll failed (EIO: the adapter was unplugged, the pty's other end went away): the line is lost. */
-  private fail(err: Error): void {
-    if (this.closing) return;
-    this.emit('error', err);
-    void this.close().catch(() => {});
-  }
-
-  private readonly onReadable = (err: Error | null): void => {
-    this.polling = false;
-    if (this.closing || !this.port) return;
-    if (err) {
-      // libuv reports POLLERR (the other end gone) as EBADF. Not from inside the native callback: a
-      // listener that throws there aborts the process.
-      if (!(err as { canceled?: boolean }).canceled) process.nextTick(() => this.fail(err));
-      return;
-    }
-    this.readNow();
-    this.arm();
-  };
-
-  private readonly onRest = (): void => {
-    this.restTimer = undefined;
-    this.readNow();
-    if (this.inTransaction && !this.settled) this.armQuiet();
-    this.arm();
-  };
-
-  /** Waits for the next bytes: the poller, or (an answer under way) a timer to when it can be whole. */
-  private arm(): void {
-    if (!this.port || this.closing || this.restTimer) return;
-    if (this.inTransaction && !this.settled && this.restMs >= 2) {
-      this.restTimer = setTimeout(this.onRest, Math.ceil(this.restMs));
-      return;
-    }
-    if (this.polling) return;
-    this.polling = true;
-    this.armedAt = performance.now();
-    this.port.poller.poll(UV_READABLE);
-  }
-
-  private stopTimers(): void {
-    clearTimeout(this.restTimer);
-    this.restTimer = undefined;
-    clearTimeout(this.quietTimer);
-    this.quietTimer = undefined;
+  protected override stopTimers(): void {
+    super.stopTimers();
     clearTimeout(this.heldTimer);
     this.heldTimer = undefined;
   }
-
-  /** Writes `data[offset, end)`; a full tty buffer (never for one frame in practice) is retried a millisecond later. */
-  private put(data: Uint8Array, offset: number, end: number): void {
-    const fd = this.port?.fd;
-    if (typeof fd !== 'number') return;
-    try {
-      while (offset < end) offset += writeSync(fd, data, offset, end - offset);
-    } catch (err) {
-      if (!isAgain(err)) return this.fail(err as Error);
-      setTimeout(() => this.put(data, offset, end), 1);
-    }
-  }
-
-  /** `n` bytes read into the transaction's buffer at `at`. */
-  private took(n: number, at: number): void {
-    if (this.chunks < CHUNKS) this.chunks++;
-    this.chunkEnd[this.chunks - 1] = this.rxLen + n;
-    this.chunkAt[this.chunks - 1] = at;
-    this.rxLen += n;
-    if (this.settled) return;
-    this.find();
-    // Sleeping to the frame's end, the line reads then and judges the silence after that read.
-    if (!this.settled && this.restMs < 2) this.armQuiet();
-  }
-
-  /** The frame gap from the last byte heard: then what came is judged (onQuiet). */
-  private armQuiet(): void {
-    const wait = Math.max(1, Math.ceil(this.frameGapMs - (performance.now() - this.lastByte)));
-    if (this.quietTimer && wait >= this.frameGapMs) this.quietTimer.refresh();
-    else {
-      clearTimeout(this.quietTimer);
-      this.quietTimer = setTimeout(this.onQuiet, wait);
-    }
-  }
-
-  /**
-   * Whether the kernel known empty at `at` is as good as a read now: a byte that lands within an eighth of a
-   * character was begun by a master that started together with this one, which no read can hear in time.
-   */
-  private fresh(at: number): boolean {
-    return performance.now() - at <= this.charMs / 8;
-  }
-
-  /** When the byte at `i` came. */
-  private timeOf(i: number): number {
-    for (let c = 0; c < this.chunks; c++) if (this.chunkEnd[c]! > i) return this.chunkAt[c]!;
-    return this.lastByte;
-  }
-
-  /**
-   * Looks for the answer in what came: our unit and function (or its exception), whole by its length,
-   * good by its CRC. A glitch byte before it is skipped (a transceiver switching on); a header whose frame is
-   * still to come waits for it — unless a good answer ends with the last byte heard.
-   */
-  private find(): void {
-    const rx = this.rx;
-    const end = this.rxLen;
-    this.restMs = 0;
-    let waiting = -1;
-    for (let i = 0; i + 1 < end; i++) {
-      if (rx[i] !== this.unit || (rx[i + 1] !== this.fc && rx[i + 1] !== (this.fc | 0x80))) continue;
-      const length = expectedResponseLength(rx, i, end, this.fc);
-      if (length === UNKNOWN) continue;
-      if (length === NEED_MORE || i + length > end) {
-        if (waiting < 0) waiting = i;
-        if (i === 0 && length > 0) this.restMs = (length - end) * this.charMs;
-        continue;
-      }
-      if (!crcOk(rx, i, i + length)) {
-        this.badCrc = true;
-        continue;
-      }
-      if (waiting >= 0 && i + length !== end) return; // an earlier header still waits for its bytes
-      return this.answer(i, length);
-    }
-  }
-
-  private answer(i: number, length: number): void {
-    if (i > 0) {
-      // Bytes before it that were a frame of their own — silence between, or a whole frame by its length and
-      // CRC (read in one piece with the answer when the loop was held up): another master's request went out
-      // with ours, and this is likely its answer — same unit, function and length, so it passes every other check.
-      const silence = this.timeOf(i) - this.timeOf(i - 1);
-      if (silence >= this.t35 || endsWithFrame(this.rx.subarray(0, i))) {
-        return this.refuse(`an answer that came after another frame (${i} bytes, then ${silence.toFixed(0)} ms of silence): it may be the answer to someone else's request`);
-      }
-    }
-    this.settled = true;
-    this.answerEnd = i + length;
-    this.stopTimers();
-    this.onAnswer(this.rx, i, i + length);
-  }
-
-  private refuse(reason: string): void {
-    this.settled = true;
-    this.stopTimers();
-    this.onRefused(reason);
-  }
-
-  private readonly onQuiet = (): void => {
-    if (!this.inTransaction || this.settled) return;
-    this.readNow(); // a held-up loop (or a line sleeping to the frame's end) may not have read it yet
-    if (this.settled) return;
-    if (performance.now() - this.lastByte < this.frameGapMs - 1) return this.armQuiet();
-    this.refuse(`${this.rxLen} bytes, then ${this.frameGapMs} ms of silence: ${this.badCrc ? 'a frame with a bad CRC' : 'an incomplete answer or not an answer to this request'}`);
-  };
 }
