@@ -15,6 +15,13 @@ import { DueQueue } from './due-queue.js';
  */
 export const POLL_SLICE_MS = 4;
 
+/**
+ * The ticker wakes at most this often: a fleet of 1,000 devices at 1 s, spread 1 ms apart, is polled a few
+ * devices per wake-up (200 wake-ups a second) instead of one per millisecond, each wake-up costing its own
+ * loop turn and socket writes. A poll is at most this late for it.
+ */
+export const WAKE_GAP_MS = 5;
+
 export interface PollHandle {
   /** No more runs; a run already due in this turn is skipped. */
   cancel(): void;
@@ -31,6 +38,7 @@ export class PollTicker {
   private readonly queue = new DueQueue<Entry>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
+  private lastWake = -Infinity;
   private immediate: NodeJS.Immediate | undefined;
 
   /** `mono`: the monotonic clock the due times are on, ms. */
@@ -62,10 +70,12 @@ export class PollTicker {
   private arm(): void {
     if (this.immediate) return;
     const next = this.queue.peek();
-    if (!next || next.due >= this.timerAt) return;
+    if (!next) return;
+    const at = Math.max(next.due, this.lastWake + WAKE_GAP_MS);
+    if (at >= this.timerAt) return;
     clearTimeout(this.timer);
-    this.timerAt = next.due;
-    this.timer = setTimeout(this.turn, Math.max(0, next.due - this.mono()));
+    this.timerAt = at;
+    this.timer = setTimeout(this.turn, Math.max(0, at - this.mono()));
   }
 
   private readonly turn = (): void => {
@@ -74,6 +84,7 @@ export class PollTicker {
     const budget = new TurnBudget(this.sliceMs);
     // Due as of the turn's start: a poll every 1 ms rescheduled in this turn waits for the next one.
     const now = this.mono();
+    this.lastWake = now;
     let ran = 0;
     // A run that throws still leaves the ticker armed (the error goes on up, as from any timer).
     try {
