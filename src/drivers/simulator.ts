@@ -7,6 +7,7 @@
 import type { BusConfig, PointConfig, ResolvedDevice } from '../config/types.js';
 import { GatewayError } from '../core/errors.js';
 import { createGenerator, type Generator } from './simulator/generators.js';
+import { PollTicker, type PollHandle } from './simulator/poll-ticker.js';
 import type { Driver, DriverContext, PointWrite, RawValue } from './types.js';
 
 interface SimDevice {
@@ -30,8 +31,6 @@ const toDeviceRaw = (point: PointConfig, v: number | string): number | string =>
 
 export function createSimulatorDriver(bus: BusConfig, devices: readonly ResolvedDevice[], ctx: DriverContext): SimulatorDriver {
   const sims = new Map<string, SimDevice>();
-  /** Poll timers per device, so one device can be added or removed while the others keep their rhythm. */
-  const timers = new Map<string, NodeJS.Timeout[]>();
   const counters = { reads: 0, writes: 0, failures: 0 };
   let running = false;
 
@@ -98,10 +97,16 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     return groups;
   };
 
-  const schedule = (sim: SimDevice, index: number, count: number): void => {
+  // The one ticker of the bus: at most a few ms of polls per task (drivers/simulator/poll-ticker.ts).
+  const ticker = new PollTicker(() => ctx.clock.mono());
+  /** Poll handles per device, so one device can be added or removed while the others keep their phase. */
+  const polls = new Map<string, PollHandle[]>();
+
+  /** `from`: the instant the phases count from, one for a whole fleet, so its first round keeps its order. */
+  const schedule = (sim: SimDevice, index: number, count: number, from: number): void => {
     const id = sim.device.config.id;
-    const own: NodeJS.Timeout[] = [];
-    timers.set(id, own);
+    const own: PollHandle[] = [];
+    polls.set(id, own);
     for (const [every, names] of pollGroups(sim)) {
       const poll = (): void => {
         let values: Record<string, RawValue>;
@@ -115,16 +120,12 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
       };
       // ~2 ms per device, at most the interval or 1 s: a small demo answers at once, a big fleet spreads.
       const offset = Math.floor((index / count) * Math.min(every, 1000, count * 2));
-      own.push(setTimeout(() => {
-        poll();
-        own.push(setInterval(poll, Math.max(1, every)));
-      }, offset));
+      own.push(ticker.add(every, from + offset, poll));
     }
   };
-  // clearTimeout also clears intervals (one timer type in Node).
   const unschedule = (id: string): void => {
-    for (const t of timers.get(id) ?? []) clearTimeout(t);
-    timers.delete(id);
+    for (const p of polls.get(id) ?? []) p.cancel();
+    polls.delete(id);
   };
 
   return {
@@ -134,17 +135,19 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
       // First polls are spread over the interval (at most 1 s) instead of all at once: start-up stays
       // short with thousands of devices, and load is even from the first cycle, as on a real bus.
       const all = [...sims.values()];
-      all.forEach((sim, i) => schedule(sim, i, all.length));
+      const from = ctx.clock.mono();
+      all.forEach((sim, i) => schedule(sim, i, all.length, from));
     },
     async stop() {
       running = false;
-      for (const id of [...timers.keys()]) unschedule(id);
+      ticker.clear();
+      polls.clear();
     },
     async setDevices(next) {
       const wanted = new Map(next.map((d) => [d.config.id, d]));
       for (const [id, sim] of sims) {
         const d = wanted.get(id);
-        // Same resolved device object: untouched (its timers keep their phase). Changed or gone: rebuilt.
+        // Same resolved device object: untouched (its polls keep their phase). Changed or gone: rebuilt.
         if (d === sim.device) continue;
         unschedule(id);
         sims.delete(id);
@@ -153,7 +156,7 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
         if (sims.has(id)) continue;
         const sim = build(d);
         sims.set(id, sim);
-        if (running) schedule(sim, 0, 1);
+        if (running) schedule(sim, 0, 1, ctx.clock.mono());
       }
     },
     async probe(device) {

@@ -2,12 +2,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createSimulatorDriver } from '../../src/drivers/simulator.js';
 import { createGenerator } from '../../src/drivers/simulator/generators.js';
+import { POLL_SLICE_MS } from '../../src/drivers/simulator/poll-ticker.js';
 import type { DriverContext, RawValue } from '../../src/drivers/types.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { resolved } from '../helpers/devices.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 
-function context(clock: FakeClock, last: Record<string, number | string> = {}, written: Record<string, number | string> = {}) {
+function context(clock: Clock, last: Record<string, number | string> = {}, written: Record<string, number | string> = {}) {
   const data: [string, Record<string, RawValue>][] = [];
   const failures: string[] = [];
   const ctx: DriverContext = {
@@ -50,8 +52,17 @@ test('read returns raw values; RW points hold written values, also from the pers
   assert.equal(await driver.read!('d1', ['sp']), { sp: 19 });
 });
 
+const waitFor = async (done: () => boolean, ms: number, what: string): Promise<void> => {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
 test('polling delivers each device to the sink on its interval; faults fail reads then recover', async () => {
-  const clock = new FakeClock();
+  // Due times are on the context's monotonic clock: a running one here.
+  const clock = systemClock;
   const dev = resolved('d1', [{ name: 'n', type: 'int', sim: { fn: 'counter', step: 1 } }], { poll: 5, sim_fault: { fail_reads: 2 } });
   const { ctx, data, failures } = context(clock);
   const driver = createSimulatorDriver(bus, [dev], ctx);
@@ -67,6 +78,62 @@ test('polling delivers each device to the sink on its interval; faults fail read
   const count = data.length;
   await new Promise((r) => setTimeout(r, 30));
   assert.is(data.length, count, 'stop() ends polling');
+});
+
+test('a fleet of 2,000 devices holds one timer, polls each device once per interval, first polls in device order', async () => {
+  const devices = Array.from({ length: 2000 }, (_, i) => resolved(`d${i}`, [{ name: 'n', type: 'int', sim: { fn: 'counter', step: 1 } }], { poll: 1000 }));
+  const { ctx, data } = context(systemClock);
+  const driver = createSimulatorDriver(bus, devices, ctx);
+  const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  await driver.start();
+  try {
+    // One timer per device and poll group before: 2,000 here.
+    assert.ok(timers() - before <= 1, `timers held: ${timers() - before}`);
+    await waitFor(() => data.length >= devices.length, 10_000, 'every device polled');
+  } finally {
+    await driver.stop();
+  }
+  assert.is(timers() - before, 0, 'stop() leaves no timer');
+  const first = data.slice(0, devices.length).map(([id]) => id);
+  assert.equal(first, devices.map((d) => d.config.id), 'the staggered first polls come in device order, each device once');
+});
+
+test('a turn of the event loop polls at most a slice\'s worth of devices when each poll costs the gateway time', async () => {
+  // Each delivery busy-waits COST_MS, as a shadow update with MQTT and history behind it does. 200 devices at
+  // 200 ms start 1 ms apart, so one timer per device fell behind at once and ran doubling batches (1, 2, 4, …,
+  // over 60) in one task. Load only lengthens each poll, so it can only lower the count per turn.
+  const COST_MS = 2;
+  const devices = Array.from({ length: 200 }, (_, i) => resolved(`d${i}`, [{ name: 'n', type: 'int', sim: { fn: 'counter', step: 1 } }], { poll: 200 }));
+  let delivered = 0;
+  let inTurn = 0;
+  let most = 0;
+  const ctx: DriverContext = {
+    ...context(systemClock).ctx,
+    sink: {
+      data: () => {
+        const until = performance.now() + COST_MS;
+        while (performance.now() < until);
+        delivered++;
+        // Counted until the loop's next check phase: what ran in one turn (setImmediate queued by a run runs after it).
+        if (inTurn++ === 0) setImmediate(() => {
+          most = Math.max(most, inTurn);
+          inTurn = 0;
+        });
+      },
+      failure: () => undefined,
+    },
+  };
+  const driver = createSimulatorDriver(bus, devices, ctx);
+  await driver.start();
+  try {
+    await waitFor(() => delivered >= devices.length, 20_000, 'every device polled');
+  } finally {
+    await driver.stop();
+  }
+  await new Promise((r) => setImmediate(r));
+  const bound = 2 * Math.ceil(POLL_SLICE_MS / COST_MS);
+  assert.ok(most >= 1 && most <= bound, `most polls in one turn: ${most} (bound ${bound})`);
 });
 
 test('a silent device times out on reads and writes; inject brings it back', async () => {
