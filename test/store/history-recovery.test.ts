@@ -180,7 +180,7 @@ test('concurrent ingest, flushes, sealing and queries: every query sees each ear
 
 
 test('a sealed log groups samples by series and kind, each group in time order, ties in arrival order', async () => {
-  const { groupOrder } = await import('../../src/store/history/compact.js');
+  const { groupOrder } = await import('../../src/store/history/group-order.js');
   const { KIND_NUM, KIND_STR } = await import('../../src/store/history/format.js');
   const series = [7, 3, 7, 3, 7, 3, 7];
   const kinds = [KIND_NUM, KIND_NUM, KIND_NUM, KIND_STR, KIND_NUM, KIND_NUM, KIND_NUM];

@@ -6,7 +6,8 @@
 import { open, readFile } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { BlockWriter } from '../../src/store/history/block-writer.js';
-import { groupOrder, rollups } from '../../src/store/history/compact.js';
+import { rollups } from '../../src/store/history/compact.js';
+import { groupOrder } from '../../src/store/history/group-order.js';
 import {
   HEADER_BYTES, HOUR, KIND_HOUR, KIND_MINUTE, KIND_NUM, KIND_STR, MINUTE, decodeSamples, emptySamples, parseHeader,
 } from '../../src/store/history/format.js';
