@@ -23,7 +23,17 @@ export async function openPage(browser: Browser, url: string, viewport = { width
     if (m.type() === 'error') problems.push(`console: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  // A navigation (reload, goto) aborts the old document's fetches still in flight: Chromium reports them
+  // as ERR_ABORTED. Those are the test's doing, not the gateway's; any other failure is recorded.
+  let navigatedAt = -Infinity;
+  page.on('request', (r) => {
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) navigatedAt = performance.now();
+  });
+  page.on('requestfailed', (r) => {
+    const why = r.failure()?.errorText ?? '';
+    if (why === 'net::ERR_ABORTED' && performance.now() - navigatedAt < 2000) return;
+    problems.push(`request failed: ${r.url()} ${why}`);
+  });
   await page.goto(url);
   return { page, problems };
 }
