@@ -18,9 +18,20 @@ export const shadowCollector: Collector = (sink, { shadow }) => {
   sink.gauge('shadowgate_shadow_table_bytes', 'Memory allocated for the shadow table, bytes.')(stats.allocatedBytes);
 };
 
-function labelsOf(devices: readonly DeviceLabelSource[] | undefined): Map<string, Labels> {
+/**
+ * Each configured device's labels, kept for as long as its configuration is (a new config is a new array): the
+ * same objects every scrape, so their text is formatted once (metrics-text.ts), not for 1,000 devices a scrape.
+ */
+const labelsByConfig = new WeakMap<readonly DeviceLabelSource[], Map<string, Labels>>();
+const NO_DEVICES: readonly DeviceLabelSource[] = [];
+
+function labelsOf(devices: readonly DeviceLabelSource[] = NO_DEVICES): Map<string, Labels> {
+  const known = labelsByConfig.get(devices);
+  // A config is replaced, not edited, when devices change; the size check is a guard against an edit in place.
+  if (known?.size === devices.length) return known;
   const out = new Map<string, Labels>();
-  for (const d of devices ?? []) out.set(d.id, { device: d.id, bus: d.bus, unit: d.unit_id === undefined ? '' : String(d.unit_id) });
+  for (const d of devices) out.set(d.id, { device: d.id, bus: d.bus, unit: d.unit_id === undefined ? '' : String(d.unit_id) });
+  labelsByConfig.set(devices, out);
   return out;
 }
 

@@ -6,8 +6,7 @@
  * - polka `routes` (405 with Allow instead of 404);
  * - aedes `persistence.storeRetained` (retained messages kept in order for the flat-file store);
  * - Node's `socket._httpMessage` (an envelope for a parse error of a request already in a handler);
- * - prom-client's Registry.registerMetric taking any object with get() (api/metrics.ts: a histogram counted
- *   elsewhere); aedes' `publish`, replaced to drop a refused publish (export/broker.ts; behaviour in
+ * - aedes' `publish`, replaced to drop a refused publish (export/broker.ts; behaviour in
  *   test/export/ha-client.test.ts);
  * - node-persist's instance hook `writeFile(file, content)`, the one place setItem writes (store/persist-writer.ts
  *   replaces it with temp + rename).
@@ -92,19 +91,6 @@ test("node: a server socket points at its in-flight response through _httpMessag
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   assert.ok(seen instanceof http.ServerResponse, 'socket._httpMessage is gone (src/api/server.ts onClientError)');
-});
-
-test('prom-client: a registered object with get() is rendered as the histogram it returns', async () => {
-  const { Registry } = await import('prom-client');
-  const registry = new Registry();
-  const values = [
-    { metricName: 'x_seconds_bucket', labels: { le: 0.5 }, value: 1 }, { metricName: 'x_seconds_bucket', labels: { le: '+Inf' }, value: 2 },
-    { metricName: 'x_seconds_sum', labels: {}, value: 1.5 }, { metricName: 'x_seconds_count', labels: {}, value: 2 },
-  ];
-  registry.registerMetric({ name: 'x_seconds', get: () => ({ name: 'x_seconds', help: 'h', type: 'histogram', values, aggregator: 'sum' }) } as never);
-  const text = await registry.metrics();
-  assert.match(text, /# TYPE x_seconds histogram/, 'prom-client no longer renders a get() object (api/metrics.ts histograms)');
-  assert.match(text, /x_seconds_bucket\{le="\+Inf"\} 2/);
 });
 
 test('aedes: publish is a replaceable method of the instance', async () => {
