@@ -72,6 +72,9 @@ test('a generation plus its deltas restores exactly the last save; deltas are sm
         shadow.MayBeOffline('dev-7');
         shadow.SetDevicePoints('dev-9', { p5: 9.75 }); // one point: its own time, the device not all refreshed
       }
+      // Text that changes with its flags unchanged, and points that turn from a number to text and back.
+      if (round === 4) shadow.SetDevicePoints('dev-5', { p19: 'changed', p18: 'now text', p17: 'text for a while' });
+      if (round === 5) shadow.SetDevicePoints('dev-5', { p19: 'changed again', p17: 17.5 });
       await store.saveShadow(shadow, now.t);
     }
     assert.is(store.fullSaves, 1);
