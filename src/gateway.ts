@@ -178,7 +178,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         const raw = manager.current() as { buses?: Record<string, unknown>[] };
         return Array.isArray(raw.buses) ? raw.buses : [];
       }, ...(opts.ring ? { ring: opts.ring } : {}),
-      parts: () => ({ persistence: persistence.stats(), ...partStats() }),
+      parts: async () => {
+        await history.opened();
+        return { persistence: persistence.stats(), ...partStats() };
+      },
     });
     // The web console's files (make build); a tree without them still serves the API.
     const consoleDir = await findConsoleDir();
@@ -188,19 +191,26 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       host: config.http.host, port: config.http.port,
       api: {
         shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle, updates,
-        health: async () => buildHealth({
-          shadow, persist: persistence.stats(),
-          buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
-          extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
-          dataDir: { damaged: damage.list(), lost: damage.lost },
-          fileDrift: manager.fileDrift(),
-          ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
-          ...(lastLife ? { lifecycle: lastLife } : {}),
-          serversDown: modbusServers.down(),
-          update: await updates.check(),
-        }),
+        // The history store opens after ready: what these show of it (figures, damage repaired) waits for that.
+        health: async () => {
+          await history.opened();
+          return buildHealth({
+            shadow, persist: persistence.stats(),
+            buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
+            extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
+            dataDir: { damaged: damage.list(), lost: damage.lost },
+            fileDrift: manager.fileDrift(),
+            ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
+            ...(lastLife ? { lifecycle: lastLife } : {}),
+            serversDown: modbusServers.down(),
+            update: await updates.check(),
+          });
+        },
       },
-      metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),
+      metrics: async () => {
+        await history.opened();
+        return renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices });
+      },
       routes: [
         (app, kit) => history.routes(app, kit),
         (_app, kit) => mountHomeAssistant(kit, {
