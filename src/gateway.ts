@@ -16,7 +16,6 @@ import { Shadow } from './core/shadow.js';
 import type { Driver } from './drivers/types.js';
 import { createDeviceIO } from './io/device-io.js';
 import { buildHealth } from './api/health.js';
-import { renderMetrics } from './api/metrics.js';
 import { shadowAllJson } from './api/rest-shape.js';
 import type { ApiApp, RouteKit } from './api/context.js';
 import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.js';
@@ -209,6 +208,8 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       },
       metrics: async () => {
         await history.opened();
+        // prom-client is loaded at the first scrape, not at every start (~10 ms of module set-up).
+        const { renderMetrics } = await import('./api/metrics.js');
         return renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices });
       },
       routes: [
