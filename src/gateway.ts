@@ -7,7 +7,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { validateConfig, type ConfigChecker } from './config/load.js';
-import { readModelLibrary, type ModelLibrary } from './config/models.js';
+import { readModelLibrary } from './config/models.js';
 import type { GatewayConfig } from './config/types.js';
 import type { Clock } from './core/clock.js';
 import { systemClock } from './core/clock.js';
@@ -73,8 +73,6 @@ export interface GatewayOptions {
   fileText?: string;
   /** Driver checks of the config (main.ts passes the gpio checker), for live changes too. */
   checkers?: readonly ConfigChecker[];
-  /** The model library the config was validated with (main.ts reads it once); default: board/models read now. */
-  library?: ModelLibrary;
   /** The logger's recent lines, for the console. */
   ring?: LogRing;
   /** Damaged files set aside in data_dir (main.ts starts it before reading active.json); default: a new one. */
@@ -144,7 +142,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       }
       await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now(), 'file');
     }
-    const library = opts.library ?? readModelLibrary();
+    const library = readModelLibrary();
     const libraryModels = Object.fromEntries(Object.entries(library.models).map(([name, m]) => [name, m.raw]));
     const manager = new ConfigManager({
       raw, config, buses, store, clock, log: log.child({ part: 'config' }),

@@ -9,7 +9,6 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, parseConfigText, readConfigText, validateConfig, type ConfigChecker } from './config/load.js';
-import { readModelLibrary, type ModelLibrary } from './config/models.js';
 import type { GatewayConfig } from './config/types.js';
 import { gpioConfigChecker, loadBoards } from './drivers/gpio.js';
 import { runHashPassword } from './cli/hash-password.js';
@@ -62,11 +61,11 @@ interface Loaded {
 }
 
 /** The file's config (validated); for `run`, the config last applied from the console may replace it (withActive). */
-async function loadOrExplain(file: string, library?: ModelLibrary): Promise<Loaded | undefined> {
+async function loadOrExplain(file: string): Promise<Loaded | undefined> {
   try {
     const text = await readConfigText(file);
     const raw = parseConfigText(text);
-    return { config: validateConfig(raw, { checkers: CHECKERS, ...(library ? { library } : {}) }), raw, text };
+    return { config: validateConfig(raw, { checkers: CHECKERS }), raw, text };
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${file}: invalid configuration\n${err.problems.map((p) => `  ${p}`).join('\n')}\n`);
@@ -77,13 +76,13 @@ async function loadOrExplain(file: string, library?: ModelLibrary): Promise<Load
 }
 
 /** The config last applied from the console, when it derives from this very file text (runtime/config-store.ts). */
-async function withActive(file: string, loaded: Loaded, damage: DataDirDamage, library: ModelLibrary): Promise<Loaded> {
+async function withActive(file: string, loaded: Loaded, damage: DataDirDamage): Promise<Loaded> {
   const active = await readActiveConfig(loaded.config.gateway.data_dir, loaded.text, damage);
   // Every start records the running config as the active one, so this is usually the file's own value: its
   // validation is the one just done (~100 ms of start-up for 1,000 devices).
   if (active === undefined || sameValue(active, loaded.raw)) return loaded;
   try {
-    return { ...loaded, config: validateConfig(active, { checkers: CHECKERS, library }), raw: active };
+    return { ...loaded, config: validateConfig(active, { checkers: CHECKERS }), raw: active };
   } catch (err) {
     // A library or schema change can make an applied config invalid: the file still runs, loudly.
     process.stderr.write(`${file}: the configuration applied from the console is no longer valid; running the file's\n  ${(err as Error).message}\n`);
@@ -94,12 +93,12 @@ async function withActive(file: string, loaded: Loaded, damage: DataDirDamage, l
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** What a restore applied at start needs of the file's config: its tokens stay valid, its data_dir stays. */
-function pendingOptions(loaded: Loaded, library: ModelLibrary): Parameters<typeof applyPending>[0] {
+function pendingOptions(loaded: Loaded): Parameters<typeof applyPending>[0] {
   const raw = isObj(loaded.raw) ? loaded.raw : {};
   return {
     dataDir: loaded.config.gateway.data_dir, baseSha: sha256(loaded.text), now: Date.now(), keepTokens: tokensOf(raw),
     dataDirValue: isObj(raw.gateway) ? raw.gateway.data_dir : undefined,
-    validate: (next) => void validateConfig(next, { checkers: CHECKERS, library }),
+    validate: (next) => void validateConfig(next, { checkers: CHECKERS }),
   };
 }
 
@@ -134,9 +133,7 @@ async function run(file: string): Promise<number> {
   } catch {
     // See above.
   }
-  // board/models is read once for the start: every validation below and the gateway's live config use it.
-  const library = readModelLibrary();
-  const fromFile = await loadOrExplain(file, library);
+  const fromFile = await loadOrExplain(file);
   if (!fromFile) return 2;
   // The lock comes before anything in data_dir is read: a second gateway must not restore, nor set aside.
   let lock: DataDirLock;
@@ -149,14 +146,14 @@ async function run(file: string): Promise<number> {
   let lifecycle: LifecycleStatus | undefined;
   const lifecycleLines: string[] = [];
   try {
-    lifecycle = await applyPending(pendingOptions(fromFile, library), (line) => lifecycleLines.push(line));
+    lifecycle = await applyPending(pendingOptions(fromFile), (line) => lifecycleLines.push(line));
   } catch (err) {
     await lock.release();
     process.stderr.write(`shadowgate: the restore or reset asked for could not be carried out: ${(err as Error).message}\n`);
     return 1;
   }
   const damage = new DataDirDamage(fromFile.config.gateway.data_dir);
-  const loaded = await withActive(file, fromFile, damage, library);
+  const loaded = await withActive(file, fromFile, damage);
   if (loaded.config.gateway.data_dir !== fromFile.config.gateway.data_dir) {
     // The console moved data_dir (taking effect now): that directory needs its own lock; the file's is let go.
     try {
@@ -182,7 +179,7 @@ async function run(file: string): Promise<number> {
   let gateway;
   try {
     gateway = await startGateway(config, {
-      log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, library, routes: [], damage, ...(bootStatus ? { bootStatus } : {}), ...restart,
+      log, ring, raw: loaded.raw, fileText: loaded.text, checkers: CHECKERS, routes: [], damage, ...(bootStatus ? { bootStatus } : {}), ...restart,
       ...(lifecycle ? { lifecycle } : {}), ...raucSystemConf(),
     });
   } catch (err) {

@@ -37,8 +37,6 @@ export interface ValidateOptions {
   env?: NodeJS.ProcessEnv;
   /** Library models by name, instead of reading board/models (problems name them `board/models/<name>.json`). */
   models?: Record<string, unknown>;
-  /** The model library as read already (readModelLibrary), so a start that validates twice reads board/models once. */
-  library?: ModelLibrary;
   /** Driver checks to run after the schema passed (default none). */
   checkers?: readonly ConfigChecker[];
 }
@@ -154,7 +152,7 @@ function validateWithLibrary(raw: unknown, library: ModelLibrary, env: NodeJS.Pr
  * model library is read from board/models.
  */
 export function validateConfig(raw: unknown, opts: ValidateOptions = {}): GatewayConfig {
-  const library = opts.models ? libraryFromRecord(opts.models) : opts.library ?? readModelLibrary();
+  const library = opts.models ? libraryFromRecord(opts.models) : readModelLibrary();
   return validateWithLibrary(raw, library, opts.env ?? process.env, opts.checkers ?? []);
 }
 
