@@ -2,8 +2,8 @@
  * The history part: the shadow's events into the flat-file store, and its REST routes (composition-root
  * glue: api/ and store/ may not import each other). A store that cannot open (I/O, permissions) is logged and
  * the gateway runs without history; damaged history data never stops a start (the store repairs it).
- * The store opens once the gateway is ready (Part.ready): reading fleet F's series registry and newest log is
- * ~0.3 s of CPU. What the shadow records meanwhile waits in order (history-early.ts), and everything that
+ * The store opens once the gateway is ready (Part.ready): reading fleet F's series registry and newest log was
+ * ~0.3 s of the start's CPU on the development machine. What the shadow records meanwhile waits in order (history-early.ts), and everything that
  * shows the history (its routes, /health/shadow, /metrics, a backup's flush) waits for `opened()` first.
  */
 import path from 'node:path';
@@ -54,6 +54,8 @@ export function createHistoryPart(
       early.drainInto(store);
     } catch (err) {
       early.clear();
+      detach();
+      shadow.bus.off(owner);
       openError = err instanceof Error ? err.message : String(err);
       log.error({ err }, 'history store could not open; running without history');
     }
