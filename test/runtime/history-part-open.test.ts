@@ -3,7 +3,7 @@
  * before that (samples, a device deleted) reaches the store in order, a query waits for the open, and a start
  * cut short before ready still writes what was recorded.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -79,6 +79,23 @@ test('a start stopped before ready still writes the samples recorded', async () 
     shadow.SetDevicePoints('a', { v: 7 });
     await part.stop();
     assert.equal(await values(dir, clock, 'a'), [7]);
+  });
+});
+
+test('a store that cannot open: the gateway runs without history, says why, and keeps nothing waiting', async () => {
+  await withDir(async (dir) => {
+    const { shadow, part } = setup(dir);
+    await writeFile(join(dir, 'history'), 'a file where the directory goes');
+    await part.start();
+    shadow.SetDevicePoints('a', { v: 1 });
+    part.ready?.();
+    await part.opened();
+    const stats = part.stats();
+    assert.is(stats['enabled'], false);
+    assert.match(String(stats['error']), /EEXIST|ENOTDIR/);
+    shadow.SetDevicePoints('a', { v: 2 });
+    assert.equal(part.stats(), stats, 'nothing recorded or buffered after the failure');
+    await part.stop();
   });
 });
 
