@@ -16,7 +16,6 @@ import { Shadow } from './core/shadow.js';
 import type { Driver } from './drivers/types.js';
 import { createDeviceIO } from './io/device-io.js';
 import { buildHealth } from './api/health.js';
-import { renderMetrics } from './api/metrics.js';
 import { shadowAllJson } from './api/rest-shape.js';
 import type { ApiApp, RouteKit } from './api/context.js';
 import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.js';
@@ -178,7 +177,10 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
         const raw = manager.current() as { buses?: Record<string, unknown>[] };
         return Array.isArray(raw.buses) ? raw.buses : [];
       }, ...(opts.ring ? { ring: opts.ring } : {}),
-      parts: () => ({ persistence: persistence.stats(), ...partStats() }),
+      parts: async () => {
+        await history.opened();
+        return { persistence: persistence.stats(), ...partStats() };
+      },
     });
     // The web console's files (make build); a tree without them still serves the API.
     const consoleDir = await findConsoleDir();
@@ -188,19 +190,28 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       host: config.http.host, port: config.http.port,
       api: {
         shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle, updates,
-        health: async () => buildHealth({
-          shadow, persist: persistence.stats(),
-          buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
-          extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
-          dataDir: { damaged: damage.list(), lost: damage.lost },
-          fileDrift: manager.fileDrift(),
-          ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
-          ...(lastLife ? { lifecycle: lastLife } : {}),
-          serversDown: modbusServers.down(),
-          update: await updates.check(),
-        }),
+        // The history store opens after ready: what these show of it (figures, damage repaired) waits for that.
+        health: async () => {
+          await history.opened();
+          return buildHealth({
+            shadow, persist: persistence.stats(),
+            buses: { configured: manager.running().buses.map((b) => b.id), stats: buses.stats(), failed: buses.failed },
+            extra: { ...partStats(), clock: { synchronized: clockSync.synchronized } },
+            dataDir: { damaged: damage.list(), lost: damage.lost },
+            fileDrift: manager.fileDrift(),
+            ...(opts.bootStatus ? { bootStatus: opts.bootStatus } : {}),
+            ...(lastLife ? { lifecycle: lastLife } : {}),
+            serversDown: modbusServers.down(),
+            update: await updates.check(),
+          });
+        },
       },
-      metrics: () => renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices }),
+      metrics: async () => {
+        await history.opened();
+        // prom-client is loaded at the first scrape, not at every start (~10 ms of module set-up).
+        const { renderMetrics } = await import('./api/metrics.js');
+        return renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices });
+      },
       routes: [
         (app, kit) => history.routes(app, kit),
         (_app, kit) => mountHomeAssistant(kit, {

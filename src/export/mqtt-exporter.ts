@@ -48,6 +48,12 @@ export class MqttExporter {
   private queue: Pending[] = [];
   private scheduled = false;
   private stopped = false;
+  /**
+   * Devices whose state publishAll has not sent yet (deferStates): a change before their slice is not published
+   * on its own, since the slice sends the newer state and no client is admitted before (fleet F's polls before
+   * ready built ~1,000 state payloads that way, each copying 100 points, for nobody).
+   */
+  private awaitingAll: Set<string> | null = null;
   private readonly counters = { states: 0, events: 0, sets: 0, setsFailed: 0, setsRefused: 0 };
   /** Home Assistant discovery, on the embedded broker and upstream. */
   readonly ha: HaPublisher;
@@ -89,8 +95,17 @@ export class MqttExporter {
     });
     bus.on(this, 'deviceDeleted', (e) => {
       this.flush();
+      this.awaitingAll?.delete(e.id);
       this.clearDevice(e.id);
     });
+  }
+
+  /**
+   * Called before start when nobody sees a publish before publishAll is done: local clients are held until then,
+   * and there is no bridge forwarding each publish upstream as it happens (with one, nothing is deferred).
+   */
+  deferStates(): void {
+    this.awaitingAll = new Set(this.ctx.shadow.GetDeviceIds());
   }
 
   // Bus events are published at the end of the current task (a microtask), not inside the emitter:
@@ -116,7 +131,7 @@ export class MqttExporter {
     this.dirty.clear();
     const queue = this.queue;
     this.queue = [];
-    for (const id of ids) this.publishState(id);
+    for (const id of ids) if (!this.awaitingAll?.has(id)) this.publishState(id);
     for (const m of queue) {
       if (m.kind === 'data') {
         const e = m.event;
@@ -170,11 +185,15 @@ export class MqttExporter {
     let at = 0;
     const step = (): void => {
       if (this.stopped) return;
-      for (const end = Math.min(at + STATE_SLICE, ids.length); at < end; at++) this.publishDevice(ids[at]!, false);
+      for (const end = Math.min(at + STATE_SLICE, ids.length); at < end; at++) {
+        this.awaitingAll?.delete(ids[at]!);
+        this.publishDevice(ids[at]!, false);
+      }
       if (at < ids.length) {
         setImmediate(step);
         return;
       }
+      this.awaitingAll = null;
       this.clearStale(retainedTopics);
       done();
     };

@@ -99,6 +99,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
     exporter = ex;
     b.onClientPublish((topic, payload, principal) => ex.onClientPublish(topic, payload, principal));
     const retainedTopics = retained.topics();
+    if (!br) ex.deferStates();
     ex.start();
     await pieces.start(piece('exporter', () => ex.stop()));
     // Every device's retained state follows once the gateway serves (ready); clients connect when it is all there.

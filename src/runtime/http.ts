@@ -6,7 +6,6 @@ import type { AddressInfo } from 'node:net';
 import { createAuth } from '../api/auth.js';
 import type { ApiApp, ApiContext, RouteKit } from '../api/context.js';
 import { attachEventStream, type EventStream } from '../api/event-stream.js';
-import { METRICS_CONTENT_TYPE } from '../api/metrics.js';
 import { startHttp, type HttpHandle } from '../api/server.js';
 import type { Part } from '../core/lifecycle.js';
 import { loopLook } from '../util/loop-look.js';
@@ -44,6 +43,8 @@ export function createHttpPart(opts: HttpPartOptions): HttpPart {
           app.get('/metrics', async (req, res) => {
             checkAuth(req, 'read');
             const body = await opts.metrics();
+            // api/metrics.js (prom-client) is loaded at the first scrape, not at every start.
+            const { METRICS_CONTENT_TYPE } = await import('../api/metrics.js');
             // A bad chunk in the request's body, seen while the text was built, was already answered (400 and close).
             if (res.headersSent || res.writableEnded) return;
             res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });

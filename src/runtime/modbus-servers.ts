@@ -14,7 +14,7 @@ import type { BusesPart } from './buses.js';
 import { zeroCounts, type Counts } from './door/figures.js';
 import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
-import { RtuPersonaSlave, type UnitAnswer } from './persona/rtu-slave.js';
+import type { RtuPersonaSlave, UnitAnswer } from './persona/rtu-slave.js';
 import { PersonaUnit } from './persona/unit.js';
 import { describeServerFailure } from './startup-failure.js';
 
@@ -132,6 +132,8 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
       for (const config of servers) {
         const answers = personaUnits(config);
         if (config.transport === 'rtu') {
+          // Loaded only for an RTU server: serialport's module is ~20 ms of every start on this machine.
+          const { RtuPersonaSlave } = await import('./persona/rtu-slave.js');
           const slave = new RtuPersonaSlave(config, answers, clock, log);
           try {
             await slave.start();

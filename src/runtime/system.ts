@@ -17,8 +17,8 @@ export interface SystemOptions {
   clock: Clock;
   ring?: LogRing;
   log?: Logger;
-  /** Other parts' figures, read when the page asks. */
-  parts: () => Record<string, unknown>;
+  /** Other parts' figures, read when the page asks (once history's store has opened: gateway.ts). */
+  parts: () => Promise<Record<string, unknown>>;
   /** The buses as the config writes them (durations as text, no defaults filled). */
   rawBuses: () => Record<string, unknown>[];
   /** Read once at start (package.json). */
@@ -72,7 +72,7 @@ export function createSystem(opts: SystemOptions): SystemService {
         memory: { rss: mem.rss, heapUsed: mem.heapUsed, heapTotal: mem.heapTotal, external: mem.external, arrayBuffers: mem.arrayBuffers },
         disk,
         restart: { available: opts.restart !== undefined, pending: opts.restartPending() },
-        ...opts.parts(),
+        ...(await opts.parts()),
       };
     },
     logs: (lines) => opts.ring?.tail(lines) ?? [],

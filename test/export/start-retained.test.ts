@@ -72,6 +72,36 @@ test('a client connecting before the states are out is held, then finds every de
   }
 });
 
+test('a change before ready is not published on its own: the state that follows ready is the newer one', async () => {
+  const dir = tempDir('start-retained-change');
+  const { ctx, shadow } = fleet(dir);
+  const part = createExportPart(ctx);
+  let client: Awaited<ReturnType<typeof connectClient>> | undefined;
+  try {
+    await part.start();
+    shadow.SetDevicePoints('d1', { a: 1001 });
+    shadow.SetDevicePoints('d2', { a: 1002 });
+    await new Promise((r) => setImmediate(r));
+    const states = (): unknown => (part.stats()['exporter'] as { states: number }).states;
+    assert.is(states(), 0, 'no state built before ready');
+    part.ready();
+    client = await connectClient(`mqtt://127.0.0.1:${part.mqttPort}`);
+    const got = await collect(client, 'sg/#');
+    await waitFor(() => got.filter((m) => /^sg\/d\d+$/.test(m.topic)).length >= DEVICES, 5000, 'every device state');
+    assert.is(states(), DEVICES, 'one state a device');
+    for (const [id, a] of [['d1', 1001], ['d2', 1002]] as const) {
+      assert.is((JSON.parse(got.find((m) => m.topic === `sg/${id}`)!.payload) as { a: number }).a, a, id);
+    }
+    // After its slice, a device's change is published at once, as always.
+    shadow.SetDevicePoints('d1', { a: 2001 });
+    await waitFor(() => got.some((m) => m.topic === 'sg/d1' && (JSON.parse(m.payload) as { a: number }).a === 2001), 5000, 'the change after ready');
+  } finally {
+    await endClient(client);
+    await part.stop();
+    removeDir(dir);
+  }
+});
+
 test('a connection held when the gateway stops is closed, not left open', async () => {
   const dir = tempDir('start-retained-stop');
   const { ctx } = fleet(dir);
