@@ -208,7 +208,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       },
       metrics: async () => {
         await history.opened();
-        // prom-client is loaded at the first scrape, not at every start (~10 ms of module set-up).
+        // The metrics modules load at the first scrape, not at every start: a gateway never scraped never loads them.
         const { renderMetrics } = await import('./api/metrics.js');
         return renderMetrics({ shadow, persist: persistence.stats(), buses: buses.stats(), parts: partStats(), devices: manager.running().devices });
       },

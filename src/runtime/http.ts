@@ -43,7 +43,7 @@ export function createHttpPart(opts: HttpPartOptions): HttpPart {
           app.get('/metrics', async (req, res) => {
             checkAuth(req, 'read');
             const body = await opts.metrics();
-            // api/metrics.js (prom-client) is loaded at the first scrape, not at every start.
+            // api/metrics.js is loaded at the first scrape, not at every start.
             const { METRICS_CONTENT_TYPE } = await import('../api/metrics.js');
             // A bad chunk in the request's body, seen while the text was built, was already answered (400 and close).
             if (res.headersSent || res.writableEnded) return;
