@@ -105,20 +105,14 @@ export function createApi(ctx: ApiContext): Api {
   const kit: RouteKit = {
     base: API_BASE,
     route(method, path, access, fn) {
-      // Never rejects (its failures go to onError, as polka would send them), so the exact-path dispatch
-      // needs no catch of its own.
       const handle = async (req: ApiRequest, res: ServerResponse): Promise<void> => {
-        try {
-          // A GET that writes (the seed's writePoint) or reveals secrets: not for other sites' pages either.
-          if (access !== 'read') refuseCrossSite(req);
-          checkAuth(req, access);
-          // Bodies are read only after auth: an anonymous client cannot make us buffer a megabyte.
-          const body = method === 'POST' || method === 'PUT' ? await readFields(req, limit) : undefined;
-          const data = await fn(req, body);
-          sendOk(req, res, data, log);
-        } catch (err) {
-          onError(err, req, res);
-        }
+        // A GET that writes (the seed's writePoint) or reveals secrets: not for other sites' pages either.
+        if (access !== 'read') refuseCrossSite(req);
+        checkAuth(req, access);
+        // Bodies are read only after auth: an anonymous client cannot make us buffer a megabyte.
+        const body = method === 'POST' || method === 'PUT' ? await readFields(req, limit) : undefined;
+        const data = await fn(req, body);
+        sendOk(req, res, data, log);
       };
       routeMeta.set(handle, { path: API_BASE + path, access });
       exact.add(method, API_BASE + path, handle);
@@ -169,7 +163,7 @@ export function createApi(ctx: ApiContext): Api {
       }
     }
     try {
-      if (exact.dispatch(req as ApiRequest, res)) return;
+      if (exact.dispatch(req as ApiRequest, res, onError)) return;
       app.handler(req as ApiRequest, res, undefined as never);
     } catch (err) {
       // polka's own parsing is synchronous and outside its promise chain; never let it escape.

@@ -12,7 +12,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ApiApp, ApiRequest } from './context.js';
 
-/** A kit route's handler: it answers every failure itself (its promise never rejects). */
 type Handle = (req: ApiRequest, res: ServerResponse) => Promise<void>;
 
 interface PolkaRoute {
@@ -28,10 +27,12 @@ export interface ExactRoutes {
   add(method: string, path: string, handle: Handle): void;
   /**
    * Answers the request when its method and path are an exact route: sets `path`, `url`, `originalUrl`,
-   * `query`, `search` and `params` as polka does and runs the route. Returns false (nothing done but
-   * parsing the URL, which polka reuses) otherwise.
+   * `query`, `search` and `params` as polka does and runs the route; its failure goes to `onError` as
+   * polka sends it, from a promise's rejection: after the request has been read to its end, so a failure
+   * thrown at once (a 401) keeps the connection open as it does through polka. Returns false (nothing done
+   * but parsing the URL, which polka reuses) otherwise.
    */
-  dispatch(req: ApiRequest, res: ServerResponse): boolean;
+  dispatch(req: ApiRequest, res: ServerResponse, onError: (err: unknown, req: ApiRequest, res: ServerResponse) => void): boolean;
 }
 
 export function exactRoutes(app: ApiApp): ExactRoutes {
@@ -46,7 +47,7 @@ export function exactRoutes(app: ApiApp): ExactRoutes {
       if (!paths) table.set(method, (paths = new Map()));
       if (!paths.has(path)) paths.set(path, handle);
     },
-    dispatch(req, res) {
+    dispatch(req, res, onError) {
       const info = app.parse(req);
       const handle = info && table.get(req.method)?.get(info.pathname);
       if (handle === undefined) return false;
@@ -58,7 +59,7 @@ export function exactRoutes(app: ApiApp): ExactRoutes {
       req.query = (info.query || {}) as ApiRequest['query'];
       req.search = info.search;
       req.params = {};
-      void handle(req, res);
+      handle(req, res).catch((err: unknown) => onError(err, req, res));
       return true;
     },
   };

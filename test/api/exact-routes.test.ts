@@ -2,6 +2,7 @@
  * Routes found by exact path (src/api/exact-routes.ts) answer as polka's router does: the same bytes, the
  * same request fields, and other routes matching the path (a middleware, even one added later) still run.
  */
+import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ApiApp, RouteKit } from '../../src/api/index.js';
@@ -33,6 +34,33 @@ test('an exact path and the same route through polka (trailing slash) answer the
       assert.match(exact, /^HTTP\/1\.1 (200|401) /);
     }
     assert.match(await raw(api, '/api/v1/shadow/devicePoint?id=boiler&point=temp', auth), /\r\n\r\n\{"success":true,"errorCode":200,"errorMsg":"","data":\{"name":"temp","value":21.5,/);
+  }));
+
+/** GET over a keep-alive agent: the status and the Connection header the server answered with. */
+function keepAliveGet(agent: http.Agent, port: number, path: string, headers: Record<string, string> = {}): Promise<[number, string | undefined]> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent, headers, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve([res.statusCode!, res.headers.connection]));
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout: ${path}`)));
+    req.on('error', reject);
+  });
+}
+
+test('failures on an exact path keep the connection open, as through polka', () =>
+  withApi({ tokens: ['tk'], protectReads: true }, async (api) => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const auth = { authorization: 'Bearer tk' };
+      for (const path of ['/api/v1/shadow/devicePoint', '/api/v1/shadow/devicePoint/']) {
+        assert.equal(await keepAliveGet(agent, api.port, `${path}?id=boiler&point=temp`), [401, 'keep-alive'], path);
+        assert.equal(await keepAliveGet(agent, api.port, `${path}?id=boiler&point=nope`, auth), [200, 'keep-alive'], path);
+        assert.equal(await keepAliveGet(agent, api.port, `${path}?id=boiler&point=temp`, auth), [200, 'keep-alive'], path);
+      }
+    } finally {
+      agent.destroy();
+    }
   }));
 
 test('the request fields polka sets reach the route', () => {
