@@ -1,10 +1,11 @@
 /**
  * The long busy stretches of a V8 .cpuprofile (node --cpu-prof): runs of consecutive samples with no
  * `(idle)` between them, i.e. what the event loop did without coming back to poll — a request arriving
- * then waits. For each of the longest, its length and the gateway modules (bundle markers, as
- * modbus-bus/profile.ts reads them) on the stack in most of its samples.
+ * then waits. For each of the longest, its length and the gateway modules (modbus-bus/profile.ts's
+ * bundle markers) on the stack in most of its samples.
  */
 import { readFileSync } from 'node:fs';
+import { bundleMarkers, moduleOf } from './modbus-bus/profile.js';
 
 interface CallFrame { functionName: string; url: string; lineNumber: number }
 interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
@@ -18,29 +19,12 @@ export interface Turn {
   top: string[];
 }
 
-function markers(bundle: string): [number, string][] {
-  const out: [number, string][] = [];
-  readFileSync(bundle, 'utf8').split('\n').forEach((line, i) => {
-    const m = /^\/\/ (\S+\.(?:m?js|cjs|json))$/.exec(line);
-    if (m) out.push([i + 1, m[1]!.replace(/^build\/\.dist-stage\.[^/]+\//, '')]);
-  });
-  return out;
-}
-
 export function longTurns(file: string, bundle: string, fromMs: number, toMs: number, count = 10): { turns: Turn[]; busyMs: number; spanMs: number } {
   const prof = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const nodes = new Map(prof.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const marks = markers(bundle);
-  const moduleAt = (line: number): string => {
-    let found = 'bundle prelude';
-    for (const [l, m] of marks) {
-      if (l > line) break;
-      found = m;
-    }
-    return found;
-  };
+  const marks = bundleMarkers(bundle);
   const bundleUrl = `file://${bundle}`;
   /** The gateway's own frames on a sample's stack, innermost first, deduplicated. */
   const ownFrames = (id: number): string[] => {
@@ -48,7 +32,7 @@ export function longTurns(file: string, bundle: string, fromMs: number, toMs: nu
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const cf = nodes.get(at)!.callFrame;
       if (cf.url !== bundleUrl) continue;
-      const mod = moduleAt(cf.lineNumber + 1);
+      const mod = moduleOf(marks, cf.lineNumber + 1);
       if (!mod.startsWith('dist/')) continue;
       const key = `${cf.functionName || '(anonymous)'} (${mod})`;
       if (!out.includes(key)) out.push(key);

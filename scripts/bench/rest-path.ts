@@ -19,6 +19,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { stopChild } from './child.js';
 import { describeFleet, FLEET_1, FLEET_F, writeFleet } from './fleet-f.js';
+import { bareServer } from './footprint.js';
 import { snapshotEntry, startGateway, type RunningGateway } from './modbus-bus/gateway.js';
 import { readProfile } from './modbus-bus/profile.js';
 import { longTurns } from './profile-turns.js';
@@ -70,18 +71,6 @@ async function background(pid: number, ms: number): Promise<Background> {
   const m0 = mainMs(pid);
   await settle(ms);
   return { all: (cpuMs(pid) - c0) / (ms / 1000), main: (mainMs(pid) - m0) / (ms / 1000) };
-}
-
-async function bareServer(body: string): Promise<{ port: number; child: ChildProcess }> {
-  const src = `const http=require('http');const b=Buffer.from(${JSON.stringify(body)});` +
-    `const s=http.createServer((q,r)=>{r.writeHead(200,{'content-type':'application/json','content-length':b.length});r.end(b)});` +
-    `s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
-  const child = spawn(process.execPath, ['-e', src], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
-    child.once('exit', () => reject(new Error('baseline server died')));
-  });
-  return { port, child };
 }
 
 const f1 = (n: number): string => n.toFixed(1);
