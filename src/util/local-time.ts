@@ -3,7 +3,8 @@
  * history (upstream's Go layout "2006-01-02 15:04:05"). Many values share the second of their update, so
  * the last text is cached, keyed on the second and the zone's offset at that time: the text depends on
  * nothing else, and the offset follows a change of TZ at run time (Node honours one; tests switch it).
- * Reading process.env.TZ instead cost about 1.5 µs a call (a native lookup), 2% of a REST request.
+ * Reading process.env.TZ per call instead is a native lookup: 0.37 µs alone, against 0.13 µs for a whole
+ * cached call this way (a loop of a million calls on the shared build machine).
  */
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
 
