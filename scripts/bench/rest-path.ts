@@ -152,7 +152,8 @@ async function main(): Promise<void> {
     const last = new Map<Build, Round>();
     for (let run = 0; run < RUNS; run++) {
       let body = '';
-      for (const build of builds) {
+      // Alternate which build goes first: a later round may meet a machine busier or quieter than the first.
+      for (const build of run % 2 === 0 ? builds : [...builds].reverse()) {
         const profDir = PROFILE && run === 0 && build === builds[0] ? path.join(dir, 'prof') : null;
         const r = await round(dir, build, profDir);
         body = r.body;
