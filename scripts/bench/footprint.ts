@@ -82,7 +82,7 @@ async function rest(port: number, seconds: number): Promise<{ rps: number; p99: 
   return { rps: r.requests.average, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
-async function bareServer(body: string): Promise<{ port: number; child: ChildProcess }> {
+export async function bareServer(body: string): Promise<{ port: number; child: ChildProcess }> {
   const src = `const http=require('http');const b=Buffer.from(${JSON.stringify(body)});` +
     `const s=http.createServer((q,r)=>{r.writeHead(200,{'content-type':'application/json','content-length':b.length});r.end(b)});` +
     `s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;

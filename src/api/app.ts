@@ -7,10 +7,12 @@ import polka from 'polka';
 import { createAuth, type Access } from './auth.js';
 import { declaredTooLarge, readFields, tooLarge } from './body.js';
 import type { Api, ApiApp, ApiContext, ApiRequest, RouteInfo, RouteKit } from './context.js';
-import { HttpError, okEnvelope, sendEnvelope, toErrorResponse } from './envelope.js';
+import { HttpError, okEnvelope, sendEnvelope, sendOk, toErrorResponse } from './envelope.js';
 import { mountConfigRoutes } from './config-routes.js';
+import { exactRoutes } from './exact-routes.js';
 import { mountRoutes } from './routes.js';
 import { isSafeMethod, refuseCrossSite } from './site.js';
+import { loopLook } from '../util/loop-look.js';
 
 export const API_BASE = '/api/v1';
 
@@ -70,19 +72,25 @@ export function createApi(ctx: ApiContext): Api {
   const limit = ctx.http.body_limit;
   /** Routes that read their own bodies (kit.stream) take more than the usual limit. */
   const bigBodies = new Map<string, number>();
-  const limitFor = (req: IncomingMessage): number => bigBodies.get((req.url ?? '').split('?')[0]!) ?? limit;
+  const limitFor = (req: IncomingMessage): number => {
+    if (bigBodies.size === 0) return limit;
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    return bigBodies.get(q < 0 ? url : url.slice(0, q)) ?? limit;
+  };
   const checkAuth = createAuth(ctx.http.auth);
 
+  // The one error path: HttpError → its status, GatewayError → 200/500 + message, else 200/500 "internal error".
+  const onError = (err: unknown, req: ApiRequest, res: ServerResponse): void => {
+    // polka hands a bare {status: 404} for no-match when onNoMatch is not set; keep it an envelope anyway.
+    const bare = typeof err === 'object' && !(err instanceof Error) ? (err as { status?: unknown }) : undefined;
+    const e = bare?.status === 404
+      ? new HttpError(404, `not found: ${req.method} ${shortPath(req.path ?? '')}`)
+      : err;
+    answerError(e, req, res, log);
+  };
   const app: ApiApp = polka({
-    // The one error path: HttpError → its status, GatewayError → 200/500 + message, else 200/500 "internal error".
-    onError: (err, req, res) => {
-      // polka hands a bare {status: 404} for no-match when onNoMatch is not set; keep it an envelope anyway.
-      const bare = typeof err === 'object' && !(err instanceof Error) ? (err as { status?: unknown }) : undefined;
-      const e = bare?.status === 404
-        ? new HttpError(404, `not found: ${req.method} ${shortPath(req.path ?? '')}`)
-        : err;
-      answerError(e, req, res, log);
-    },
+    onError,
     onNoMatch: (req, res) => {
       const allow = allowedMethods(app, req.path);
       const err = allow.length > 0
@@ -93,6 +101,7 @@ export function createApi(ctx: ApiContext): Api {
     },
   });
 
+  const exact = exactRoutes(app);
   const kit: RouteKit = {
     base: API_BASE,
     route(method, path, access, fn) {
@@ -103,9 +112,10 @@ export function createApi(ctx: ApiContext): Api {
         // Bodies are read only after auth: an anonymous client cannot make us buffer a megabyte.
         const body = method === 'POST' || method === 'PUT' ? await readFields(req, limit) : undefined;
         const data = await fn(req, body);
-        sendEnvelope(req, res, 200, okEnvelope(data), {}, log);
+        sendOk(req, res, data, log);
       };
       routeMeta.set(handle, { path: API_BASE + path, access });
+      exact.add(method, API_BASE + path, handle);
       if (method === 'GET') app.get(API_BASE + path, handle);
       else if (method === 'PUT') app.put(API_BASE + path, handle);
       else if (method === 'DELETE') app.delete(API_BASE + path, handle);
@@ -130,6 +140,8 @@ export function createApi(ctx: ApiContext): Api {
   ctx.extraRoutes?.(app, kit);
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    // A look per request lets the event-loop monitor tell a stall from a busy stream of short requests.
+    loopLook();
     // Any method that may change something, on any route (those mounted directly too), from another site's
     // page: refused before routing (site.ts).
     if (!isSafeMethod(req.method)) {
@@ -142,12 +154,16 @@ export function createApi(ctx: ApiContext): Api {
       }
     }
     // Content-Length over the limit: answer 413 before routing or reading a byte (the connection closes).
-    if (declaredTooLarge(req, limitFor(req))) {
-      const { status, envelope, headers } = toErrorResponse(tooLarge(limitFor(req)), log);
-      sendEnvelope(req, res, status, envelope, headers, log);
-      return;
+    if (req.headers['content-length'] !== undefined) {
+      const max = limitFor(req);
+      if (declaredTooLarge(req, max)) {
+        const { status, envelope, headers } = toErrorResponse(tooLarge(max), log);
+        sendEnvelope(req, res, status, envelope, headers, log);
+        return;
+      }
     }
     try {
+      if (exact.dispatch(req as ApiRequest, res, onError)) return;
       app.handler(req as ApiRequest, res, undefined as never);
     } catch (err) {
       // polka's own parsing is synchronous and outside its promise chain; never let it escape.

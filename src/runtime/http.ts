@@ -8,7 +8,6 @@ import type { ApiApp, ApiContext, RouteKit } from '../api/context.js';
 import { attachEventStream, type EventStream } from '../api/event-stream.js';
 import { startHttp, type HttpHandle } from '../api/server.js';
 import type { Part } from '../core/lifecycle.js';
-import { loopLook } from '../util/loop-look.js';
 
 export interface HttpPart extends Part {
   readonly port: number;
@@ -52,8 +51,6 @@ export function createHttpPart(opts: HttpPartOptions): HttpPart {
           });
         },
       }, { host: opts.host, port: opts.port });
-      // A look per request lets the event-loop monitor tell a stall from a busy stream of short requests.
-      http.server.on('request', () => loopLook());
       stream = attachEventStream(http.server, opts.api.shadow.bus, {
         authorize: (req) => {
           try {

@@ -37,7 +37,7 @@ export interface Profile {
 }
 
 /** Module markers of an esbuild bundle: [line (1-based), module path], ascending. */
-function bundleMarkers(file: string): [number, string][] {
+export function bundleMarkers(file: string): [number, string][] {
   const out: [number, string][] = [];
   readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
     const m = /^\/\/ (\S+\.(?:m?js|cjs|json))$/.exec(line);
@@ -46,7 +46,7 @@ function bundleMarkers(file: string): [number, string][] {
   return out;
 }
 
-function moduleOf(markers: [number, string][], line: number): string {
+export function moduleOf(markers: [number, string][], line: number): string {
   let lo = 0;
   let hi = markers.length - 1;
   let found = '';
