@@ -109,6 +109,22 @@ test('columns grown by a big flush (a start\'s first values) shrink back once fl
   assert.is(got.reduce((n, b) => n + b.ts.length, 0), 3_000);
 });
 
+test('the buffer keeps every time exactly: near the first one, 30 days either side of it, a fraction of a ms', () => {
+  const day = 86_400_000;
+  const t0 = 1_700_000_000_000;
+  const times = [t0, t0 + 1_500, t0 - 30 * day, t0 + 30 * day, t0 + 0.5, t0 - 2_000];
+  const buf = new SampleBuffer(8);
+  times.forEach((t, i) => buf.push(4, t, i % 2 ? `s${i}` : i));
+  assert.equal(times.map((_, i) => buf.time(i)), times);
+  const out = emptySamples();
+  buf.collect(4, t0 - 31 * day, t0 + 31 * day, out);
+  assert.equal(out.ts, times);
+  assert.equal(out.val, [0, 's1', 2, 's3', 4, 's5']);
+  buf.clear();
+  buf.push(4, t0 + 7, 1);
+  assert.is(buf.time(0), t0 + 7, 'a cleared buffer counts from its new first sample');
+});
+
 test('a fleet-sized flush is built across turns of the event loop, not in one stretch', async () => {
   const buf = new SampleBuffer(50_000);
   for (let i = 0; i < 50_000; i++) buf.push(i % 10_000, 1_000 + i, i);

@@ -111,7 +111,7 @@ export class FlushBlocks {
     let nMin = Infinity, nMax = -Infinity, sMin = Infinity, sMax = -Infinity;
     for (let j = a; j < b; j++) {
       const i = order[j]!;
-      const t = src.ts[i]!;
+      const t = src.time(i);
       if (src.textAt(i) === undefined) {
         nums++;
         if (t < nMin) nMin = t;
@@ -142,11 +142,11 @@ export class FlushBlocks {
       const i = order[j]!;
       if (src.textAt(i) !== undefined) continue;
       if (narrow) {
-        buf.writeUInt16LE(src.ts[i]! - min, p);
+        buf.writeUInt16LE(src.time(i) - min, p);
         buf.writeDoubleLE(src.num[i]!, p + 2);
         p += NUM16_RECORD;
       } else {
-        buf.writeUInt32LE(src.ts[i]! - min, p);
+        buf.writeUInt32LE(src.time(i) - min, p);
         buf.writeDoubleLE(src.num[i]!, p + 4);
         p += NUM_RECORD;
       }
@@ -168,7 +168,7 @@ export class FlushBlocks {
       const i = order[j]!;
       const text = src.textAt(i);
       if (text === undefined) continue;
-      buf.writeUInt32LE(src.ts[i]! - min, p);
+      buf.writeUInt32LE(src.time(i) - min, p);
       const len = buf.write(text, p + 6, 'utf8');
       buf.writeUInt16LE(len, p + 4);
       p += 6 + len;
@@ -184,7 +184,7 @@ export class FlushBlocks {
       const i = order[j]!;
       const t = src.textAt(i);
       if ((t !== undefined) !== text) continue;
-      ts.push(src.ts[i]!);
+      ts.push(src.time(i));
       vals.push(t ?? src.num[i]!);
     }
     const w = new BlockWriter();
