@@ -46,12 +46,15 @@ export class ShadowTable {
   readonly ptUpdatedAt: Float64Array;
   /** Monotonic ms of the point's last value: a point read is null once it is older than the TTL. */
   readonly ptSeenMono: Float64Array;
-  readonly ptWriteNum: Float64Array;
-  readonly ptWriteAt: Float64Array;
   readonly ptFlags: Uint8Array;
   readonly ptStr: (string | undefined)[];
   /** Write values that are strings, by point slot; sparse (a slot array was 8 B a point for a handful of strings). */
   readonly ptWriteStr = new Map<number, string>();
+  /**
+   * The numeric write value and the time of the last write, by point slot; sparse, like ptWriteStr: most points
+   * are never written, and two columns were 16 B a point (1.6 MB at 100k points). Absent: 0 and 0.
+   */
+  private readonly ptWrite = new Map<number, { num: number; at: number }>();
   /** Why a point flagged UNAVAILABLE has no value; sparse (only such points are in it). */
   readonly ptReason = new Map<number, string>();
   /** Point names and positions shared by the devices declared with the same points (point-index.ts). */
@@ -73,8 +76,6 @@ export class ShadowTable {
     this.ptNum = new Float64Array(maxPoints);
     this.ptUpdatedAt = new Float64Array(maxPoints);
     this.ptSeenMono = new Float64Array(maxPoints);
-    this.ptWriteNum = new Float64Array(maxPoints);
-    this.ptWriteAt = new Float64Array(maxPoints);
     this.ptFlags = new Uint8Array(maxPoints);
     this.ptStr = new Array<string | undefined>(maxPoints).fill(undefined);
     // Free lists hold the lowest slots on top so slots are handed out in order.
@@ -94,9 +95,33 @@ export class ShadowTable {
 
   /** Bytes held by the columns (what `memoryUsage` reports); fixed for the process lifetime. */
   get allocatedBytes(): number {
-    const numeric = this.maxDevices * (8 + 8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 8 + 8 + 1);
+    const numeric = this.maxDevices * (8 + 8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 1);
     const slotArrays = (this.maxDevices + this.maxPoints) * 8;
     return numeric + slotArrays;
+  }
+
+  /** The numeric write value of point slot `p` (0 when it has none, or a string one: see ptWriteStr). */
+  writeNum(p: number): number {
+    return this.ptWrite.size === 0 ? 0 : this.ptWrite.get(p)?.num ?? 0;
+  }
+
+  /** Wall time of point slot `p`'s last write, ms (0: never written). */
+  writeAt(p: number): number {
+    return this.ptWrite.size === 0 ? 0 : this.ptWrite.get(p)?.at ?? 0;
+  }
+
+  setWrite(p: number, num: number, at: number): void {
+    if (at === 0 && Object.is(num, 0)) {
+      this.ptWrite.delete(p);
+      return;
+    }
+    const w = this.ptWrite.get(p);
+    if (w) {
+      w.num = num;
+      w.at = at;
+    } else {
+      this.ptWrite.set(p, { num, at });
+    }
   }
 
   allocDevice(slot: DeviceSlot): number {
@@ -127,8 +152,7 @@ export class ShadowTable {
     this.ptNum[index] = 0;
     this.ptUpdatedAt[index] = 0;
     this.ptSeenMono[index] = -Infinity;
-    this.ptWriteNum[index] = 0;
-    this.ptWriteAt[index] = 0;
+    this.ptWrite.delete(index);
     this.ptFlags[index] = flags;
     return index;
   }
@@ -137,6 +161,7 @@ export class ShadowTable {
     this.ptFlags[index] = 0;
     this.ptStr[index] = undefined;
     this.ptWriteStr.delete(index);
+    this.ptWrite.delete(index);
     this.ptReason.delete(index);
     this.freePoints[this.freePointCount++] = index;
   }
