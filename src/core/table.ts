@@ -22,6 +22,30 @@ export const UNAVAILABLE = 32;
 /** A running total (a pulse counter): restore keeps its value whatever its age (from config, like REPORT_ALWAYS). */
 export const KEEP_VALUE = 64;
 
+/**
+ * Free slots of one table, lowest first: the slots never used are a counter, so only freed ones take memory (a
+ * free list of every slot was 4 B a point, written in full at start). Freed slots are handed out again first.
+ */
+class SlotPool {
+  private fresh = 0;
+  private readonly freed: number[] = [];
+
+  constructor(private readonly size: number) {}
+
+  get available(): number {
+    return this.freed.length + this.size - this.fresh;
+  }
+
+  take(): number {
+    if (this.freed.length > 0) return this.freed.pop()!;
+    return this.fresh < this.size ? this.fresh++ : -1;
+  }
+
+  give(slot: number): void {
+    this.freed.push(slot);
+  }
+}
+
 /** Per-device data that is not numeric: identity and the point index. */
 export interface DeviceSlot {
   id: string;
@@ -60,10 +84,8 @@ export class ShadowTable {
   /** Point names and positions shared by the devices declared with the same points (point-index.ts). */
   readonly layouts = new Layouts();
 
-  private readonly freeDevices: Int32Array;
-  private freeDeviceCount: number;
-  private readonly freePoints: Int32Array;
-  private freePointCount: number;
+  private readonly freeDevices: SlotPool;
+  private readonly freePoints: SlotPool;
 
   constructor(readonly maxDevices: number, readonly maxPoints: number) {
     this.devices = new Array<DeviceSlot | undefined>(maxDevices).fill(undefined);
@@ -78,19 +100,16 @@ export class ShadowTable {
     this.ptSeenMono = new Float64Array(maxPoints);
     this.ptFlags = new Uint8Array(maxPoints);
     this.ptStr = new Array<string | undefined>(maxPoints).fill(undefined);
-    // Free lists hold the lowest slots on top so slots are handed out in order.
-    this.freeDevices = Int32Array.from({ length: maxDevices }, (_, i) => maxDevices - 1 - i);
-    this.freeDeviceCount = maxDevices;
-    this.freePoints = Int32Array.from({ length: maxPoints }, (_, i) => maxPoints - 1 - i);
-    this.freePointCount = maxPoints;
+    this.freeDevices = new SlotPool(maxDevices);
+    this.freePoints = new SlotPool(maxPoints);
   }
 
   get freeDeviceSlots(): number {
-    return this.freeDeviceCount;
+    return this.freeDevices.available;
   }
 
   get freePointSlots(): number {
-    return this.freePointCount;
+    return this.freePoints.available;
   }
 
   /** Bytes held by the columns (what `memoryUsage` reports); fixed for the process lifetime. */
@@ -125,8 +144,8 @@ export class ShadowTable {
   }
 
   allocDevice(slot: DeviceSlot): number {
-    if (this.freeDeviceCount === 0) return -1;
-    const index = this.freeDevices[--this.freeDeviceCount]!;
+    const index = this.freeDevices.take();
+    if (index < 0) return -1;
     this.devices[index] = slot;
     this.devTtl[index] = 0;
     this.devUpdatedAt[index] = 0;
@@ -143,12 +162,12 @@ export class ShadowTable {
     for (let i = 0; i < slot.points.size; i++) this.freePoint(slot.points.slotAt(i));
     slot.points.release();
     this.devices[index] = undefined;
-    this.freeDevices[this.freeDeviceCount++] = index;
+    this.freeDevices.give(index);
   }
 
   allocPoint(flags = 0): number {
-    if (this.freePointCount === 0) return -1;
-    const index = this.freePoints[--this.freePointCount]!;
+    const index = this.freePoints.take();
+    if (index < 0) return -1;
     this.ptNum[index] = 0;
     this.ptUpdatedAt[index] = 0;
     this.ptSeenMono[index] = -Infinity;
@@ -163,6 +182,6 @@ export class ShadowTable {
     this.ptWriteStr.delete(index);
     this.ptWrite.delete(index);
     this.ptReason.delete(index);
-    this.freePoints[this.freePointCount++] = index;
+    this.freePoints.give(index);
   }
 }
