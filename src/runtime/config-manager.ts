@@ -58,7 +58,9 @@ export class ConfigManager implements ConfigService {
   private pending: string[] = [];
 
   constructor(private readonly opts: ConfigManagerOptions) {
-    this.raw = structuredClone(opts.raw);
+    // Kept as given, not copied: the start hands over the file's parsed config and reads it no more; every caller
+    // gets a copy (current()). A copy was a second config in memory (~0.8 MB for 1,000 devices).
+    this.raw = opts.raw;
     this.config = opts.config;
   }
 
