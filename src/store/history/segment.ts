@@ -158,11 +158,6 @@ async function openLog(path: string): Promise<FileHandle | null> {
   return null;
 }
 
-/**
- * A sealed segment's directory, kept as typed arrays sorted by series and searched by bisection. In the first
- * format a sample entry addresses one block; sealed in place (`lists`), it addresses the u32 list of the
- * series' block offsets. Rollup entries address one rollup block in both.
- */
 /** One directory entry of a series: its kind, where its block (first format) or block list is, and its samples. */
 interface DirEntry {
   kind: number;
@@ -171,6 +166,12 @@ interface DirEntry {
   count: number;
 }
 
+/**
+ * A sealed segment's directory, sorted by series and searched by bisection: in the first format held whole in
+ * typed arrays, sealed in place kept on disk with the first series of each page in memory. In the first
+ * format a sample entry addresses one block; sealed in place (`lists`), it addresses the u32 list of the
+ * series' block offsets. Rollup entries address one rollup block in both.
+ */
 export class SealedSegment extends SegmentBase {
   readonly type = 'sealed';
   /** Sealed in place: sample entries address block lists, and the directory stays on disk but for its pages' first series. */
