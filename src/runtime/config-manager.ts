@@ -59,7 +59,7 @@ export class ConfigManager implements ConfigService {
 
   constructor(private readonly opts: ConfigManagerOptions) {
     // Kept as given, not copied: the start hands over the file's parsed config and reads it no more; every caller
-    // gets a copy (current()). A copy was a second config in memory (~0.8 MB for 1,000 devices).
+    // gets a copy (current()). A copy held 168 KB of its own for fleet F's 1,000 devices (heap snapshot).
     this.raw = opts.raw;
     this.config = opts.config;
   }
