@@ -43,11 +43,11 @@ export function valueAt(t: ShadowTable, p: number): Value | null {
 export function writeValueAt(t: ShadowTable, p: number): Value | null {
   const flags = t.ptFlags[p]!;
   if ((flags & HAS_WRITE) === 0) return null;
-  return (flags & STR_WRITE) !== 0 ? t.ptWriteStr.get(p)! : t.ptWriteNum[p]!;
+  return (flags & STR_WRITE) !== 0 ? t.ptWriteStr.get(p)! : t.writeNum(p);
 }
 
 export function pointRecord(t: ShadowTable, p: number, name: string): PointRecord {
-  const r: PointRecord = { name, value: valueAt(t, p), writeValue: writeValueAt(t, p), updatedAt: t.ptUpdatedAt[p]!, writeAt: t.ptWriteAt[p]! };
+  const r: PointRecord = { name, value: valueAt(t, p), writeValue: writeValueAt(t, p), updatedAt: t.ptUpdatedAt[p]!, writeAt: t.writeAt(p) };
   if ((t.ptFlags[p]! & UNAVAILABLE) !== 0) r.reason = t.ptReason.get(p) ?? 'not available';
   return r;
 }

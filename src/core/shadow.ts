@@ -373,14 +373,15 @@ export class Shadow extends ShadowBase {
     }
     if (typeof value === 'number') {
       if (!Number.isFinite(value)) throw invalidValue(`write value for ${pointName} must be finite`);
-      t.ptWriteNum[p] = value;
+      t.setWrite(p, value, this.clock.now());
       t.ptWriteStr.delete(p);
       t.ptFlags[p] = (t.ptFlags[p]! | HAS_WRITE) & ~STR_WRITE;
     } else {
+      // The numeric write value before it stays, as a column kept it (a snapshot stores both).
+      t.setWrite(p, t.writeNum(p), this.clock.now());
       t.ptWriteStr.set(p, value);
       t.ptFlags[p] = t.ptFlags[p]! | HAS_WRITE | STR_WRITE;
     }
-    t.ptWriteAt[p] = this.clock.now();
     t.devVersion[d]!++;
     this.changeSeq++;
   }

@@ -65,8 +65,8 @@ export function takeSnapshot(shadow: Shadow, now: number): ShadowSnapshot {
       const flags = t.ptFlags[p]!;
       pts.num[k] = t.ptNum[p]!;
       pts.updatedAt[k] = t.ptUpdatedAt[p]!;
-      pts.writeNum[k] = t.ptWriteNum[p]!;
-      pts.writeAt[k] = t.ptWriteAt[p]!;
+      pts.writeNum[k] = t.writeNum(p);
+      pts.writeAt[k] = t.writeAt(p);
       pts.flags[k] = flags;
       if ((flags & STR_VALUE) !== 0) strValues.push([k, t.ptStr[p]!]);
       if ((flags & STR_WRITE) !== 0) strWrites.push([k, t.ptWriteStr.get(p)!]);
@@ -137,8 +137,7 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
       // Report mode and keep come from today's config, not from the file.
       const config = t.ptFlags[p]! & (REPORT_ALWAYS | KEEP_VALUE);
       let flags = config | (saved & (HAS_WRITE | STR_WRITE));
-      t.ptWriteNum[p] = snap.pts.writeNum[at]!;
-      t.ptWriteAt[p] = snap.pts.writeAt[at]!;
+      t.setWrite(p, snap.pts.writeNum[at]!, snap.pts.writeAt[at]!);
       const writeStr = strWrites.get(at);
       if (writeStr === undefined) t.ptWriteStr.delete(p);
       else t.ptWriteStr.set(p, writeStr);

@@ -22,6 +22,30 @@ export const UNAVAILABLE = 32;
 /** A running total (a pulse counter): restore keeps its value whatever its age (from config, like REPORT_ALWAYS). */
 export const KEEP_VALUE = 64;
 
+/**
+ * Free slots of one table, lowest first: the slots never used are a counter, so only freed ones take memory (a
+ * free list of every slot was 4 B a point, written in full at start). Freed slots are handed out again first.
+ */
+class SlotPool {
+  private fresh = 0;
+  private readonly freed: number[] = [];
+
+  constructor(private readonly size: number) {}
+
+  get available(): number {
+    return this.freed.length + this.size - this.fresh;
+  }
+
+  take(): number {
+    if (this.freed.length > 0) return this.freed.pop()!;
+    return this.fresh < this.size ? this.fresh++ : -1;
+  }
+
+  give(slot: number): void {
+    this.freed.push(slot);
+  }
+}
+
 /** Per-device data that is not numeric: identity and the point index. */
 export interface DeviceSlot {
   id: string;
@@ -46,21 +70,22 @@ export class ShadowTable {
   readonly ptUpdatedAt: Float64Array;
   /** Monotonic ms of the point's last value: a point read is null once it is older than the TTL. */
   readonly ptSeenMono: Float64Array;
-  readonly ptWriteNum: Float64Array;
-  readonly ptWriteAt: Float64Array;
   readonly ptFlags: Uint8Array;
   readonly ptStr: (string | undefined)[];
   /** Write values that are strings, by point slot; sparse (a slot array was 8 B a point for a handful of strings). */
   readonly ptWriteStr = new Map<number, string>();
+  /**
+   * The numeric write value and the time of the last write, by point slot; sparse, like ptWriteStr: most points
+   * are never written, and two columns were 16 B a point (1.6 MB at 100k points). Absent: 0 and 0.
+   */
+  private readonly ptWrite = new Map<number, { num: number; at: number }>();
   /** Why a point flagged UNAVAILABLE has no value; sparse (only such points are in it). */
   readonly ptReason = new Map<number, string>();
   /** Point names and positions shared by the devices declared with the same points (point-index.ts). */
   readonly layouts = new Layouts();
 
-  private readonly freeDevices: Int32Array;
-  private freeDeviceCount: number;
-  private readonly freePoints: Int32Array;
-  private freePointCount: number;
+  private readonly freeDevices: SlotPool;
+  private readonly freePoints: SlotPool;
 
   constructor(readonly maxDevices: number, readonly maxPoints: number) {
     this.devices = new Array<DeviceSlot | undefined>(maxDevices).fill(undefined);
@@ -73,35 +98,54 @@ export class ShadowTable {
     this.ptNum = new Float64Array(maxPoints);
     this.ptUpdatedAt = new Float64Array(maxPoints);
     this.ptSeenMono = new Float64Array(maxPoints);
-    this.ptWriteNum = new Float64Array(maxPoints);
-    this.ptWriteAt = new Float64Array(maxPoints);
     this.ptFlags = new Uint8Array(maxPoints);
     this.ptStr = new Array<string | undefined>(maxPoints).fill(undefined);
-    // Free lists hold the lowest slots on top so slots are handed out in order.
-    this.freeDevices = Int32Array.from({ length: maxDevices }, (_, i) => maxDevices - 1 - i);
-    this.freeDeviceCount = maxDevices;
-    this.freePoints = Int32Array.from({ length: maxPoints }, (_, i) => maxPoints - 1 - i);
-    this.freePointCount = maxPoints;
+    this.freeDevices = new SlotPool(maxDevices);
+    this.freePoints = new SlotPool(maxPoints);
   }
 
   get freeDeviceSlots(): number {
-    return this.freeDeviceCount;
+    return this.freeDevices.available;
   }
 
   get freePointSlots(): number {
-    return this.freePointCount;
+    return this.freePoints.available;
   }
 
   /** Bytes held by the columns (what `memoryUsage` reports); fixed for the process lifetime. */
   get allocatedBytes(): number {
-    const numeric = this.maxDevices * (8 + 8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 8 + 8 + 1);
+    const numeric = this.maxDevices * (8 + 8 + 8 + 4 + 1 + 8) + this.maxPoints * (8 + 8 + 8 + 1);
     const slotArrays = (this.maxDevices + this.maxPoints) * 8;
     return numeric + slotArrays;
   }
 
+  /** The numeric write value of point slot `p` (0 when it has none, or a string one: see ptWriteStr). */
+  writeNum(p: number): number {
+    return this.ptWrite.size === 0 ? 0 : this.ptWrite.get(p)?.num ?? 0;
+  }
+
+  /** Wall time of point slot `p`'s last write, ms (0: never written). */
+  writeAt(p: number): number {
+    return this.ptWrite.size === 0 ? 0 : this.ptWrite.get(p)?.at ?? 0;
+  }
+
+  setWrite(p: number, num: number, at: number): void {
+    if (at === 0 && Object.is(num, 0)) {
+      this.ptWrite.delete(p);
+      return;
+    }
+    const w = this.ptWrite.get(p);
+    if (w) {
+      w.num = num;
+      w.at = at;
+    } else {
+      this.ptWrite.set(p, { num, at });
+    }
+  }
+
   allocDevice(slot: DeviceSlot): number {
-    if (this.freeDeviceCount === 0) return -1;
-    const index = this.freeDevices[--this.freeDeviceCount]!;
+    const index = this.freeDevices.take();
+    if (index < 0) return -1;
     this.devices[index] = slot;
     this.devTtl[index] = 0;
     this.devUpdatedAt[index] = 0;
@@ -118,17 +162,16 @@ export class ShadowTable {
     for (let i = 0; i < slot.points.size; i++) this.freePoint(slot.points.slotAt(i));
     slot.points.release();
     this.devices[index] = undefined;
-    this.freeDevices[this.freeDeviceCount++] = index;
+    this.freeDevices.give(index);
   }
 
   allocPoint(flags = 0): number {
-    if (this.freePointCount === 0) return -1;
-    const index = this.freePoints[--this.freePointCount]!;
+    const index = this.freePoints.take();
+    if (index < 0) return -1;
     this.ptNum[index] = 0;
     this.ptUpdatedAt[index] = 0;
     this.ptSeenMono[index] = -Infinity;
-    this.ptWriteNum[index] = 0;
-    this.ptWriteAt[index] = 0;
+    this.ptWrite.delete(index);
     this.ptFlags[index] = flags;
     return index;
   }
@@ -137,7 +180,8 @@ export class ShadowTable {
     this.ptFlags[index] = 0;
     this.ptStr[index] = undefined;
     this.ptWriteStr.delete(index);
+    this.ptWrite.delete(index);
     this.ptReason.delete(index);
-    this.freePoints[this.freePointCount++] = index;
+    this.freePoints.give(index);
   }
 }

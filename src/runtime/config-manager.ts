@@ -58,7 +58,9 @@ export class ConfigManager implements ConfigService {
   private pending: string[] = [];
 
   constructor(private readonly opts: ConfigManagerOptions) {
-    this.raw = structuredClone(opts.raw);
+    // Kept as given, not copied: the start hands over the file's parsed config and reads it no more; every caller
+    // gets a copy (current()). A copy held 168 KB of its own for fleet F's 1,000 devices (heap snapshot).
+    this.raw = opts.raw;
     this.config = opts.config;
   }
 

@@ -148,7 +148,7 @@ export class DeltaTracker implements PersistedPoints {
     for (let j = 0; j < this.ptSlots.length; j++) {
       const p = this.ptSlots[j]!;
       const flags = t.ptFlags[p]!;
-      if (flags !== this.pFlags[j] || t.ptWriteAt[p] !== this.writeAt(j) || !Object.is(t.ptNum[p], this.pNum[j])) return false;
+      if (flags !== this.pFlags[j] || t.writeAt(p) !== this.writeAt(j) || !Object.is(t.ptNum[p], this.pNum[j])) return false;
       if ((flags & STR_VALUE) !== 0 && t.ptStr[p] !== this.pStr.get(j)) return false;
     }
     return true;
@@ -210,7 +210,7 @@ export class DeltaTracker implements PersistedPoints {
     const upd = t.ptUpdatedAt[p]!;
     // A refreshed time is carried by its device's bit when the device has it; otherwise it is a change here.
     const timeMoved = upd !== this.pUpd[j] && !(allRefreshed && upd === devUpd);
-    const writeMoved = t.ptWriteAt[p] !== this.writeAt(j);
+    const writeMoved = t.writeAt(p) !== this.writeAt(j);
     // With the flags unchanged, a point without STR_VALUE had no string persisted either (keepPoint): the Map
     // lookup is only for string points. A lookup for every point made fleet F's delta (100,000 points) take
     // 4.2-6.5 ms of main-thread CPU at best on the bench machine; 2.9-3.2 ms without.
@@ -229,8 +229,8 @@ export class DeltaTracker implements PersistedPoints {
     if (ownTime) w.f64(upd);
     if (writeMoved) {
       if (strWrite) w.str(t.ptWriteStr.get(p) ?? '');
-      else w.f64(t.ptWriteNum[p]!);
-      w.f64(t.ptWriteAt[p]!);
+      else w.f64(t.writeNum(p));
+      w.f64(t.writeAt(p));
     }
     this.keepPoint(t, j);
     return true;
@@ -249,8 +249,8 @@ export class DeltaTracker implements PersistedPoints {
     const flags = t.ptFlags[p]!;
     this.pNum[k] = t.ptNum[p]!;
     this.pUpd[k] = t.ptUpdatedAt[p]!;
-    const writeNum = t.ptWriteNum[p]!;
-    const writeAt = t.ptWriteAt[p]!;
+    const writeNum = t.writeNum(p);
+    const writeAt = t.writeAt(p);
     if (writeAt !== 0 || !Object.is(writeNum, 0)) this.pWrite.set(k, { num: writeNum, at: writeAt });
     else this.pWrite.delete(k);
     this.pFlags[k] = flags;

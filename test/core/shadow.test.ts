@@ -242,6 +242,27 @@ test('rule 9: write values are stored with writeAt; a read never clears them', (
   assert.is(shadow.GetDevicePointDetails('m1', 'mode').value, null);
 });
 
+test('write values live only on written points: a deleted device\'s slots come back without them', () => {
+  const { clock, shadow } = setup({ maxDevices: 2, maxPoints: 2 });
+  shadow.AddDevice('a', 'm', undefined, { points: [{ name: 'p1' }, { name: 'p2' }] });
+  const never = shadow.GetDevicePointDetails('a', 'p1').writeAt;
+  shadow.SetWritePointValue('a', 'p1', 0);
+  assert.is(shadow.GetWritePointValue('a', 'p1'), 0, 'a written 0 is a write value');
+  clock.advance(50);
+  shadow.SetWritePointValue('a', 'p2', -3.5);
+  shadow.SetWritePointValue('a', 'p2', 'auto');
+  assert.is(shadow.GetWritePointValue('a', 'p2'), 'auto');
+  shadow.SetWritePointValue('a', 'p2', 7);
+  assert.is(shadow.GetWritePointValue('a', 'p2'), 7);
+  assert.is(shadow.GetDevicePointDetails('a', 'p2').writeAt, new Date(clock.now()).toISOString());
+  shadow.DeleteDevice('a');
+  shadow.AddDevice('b', 'm', undefined, { points: [{ name: 'q1' }, { name: 'q2' }] });
+  for (const q of ['q1', 'q2']) {
+    assert.is(shadow.GetWritePointValue('b', q), null);
+    assert.is(shadow.GetDevicePointDetails('b', q).writeAt, never);
+  }
+});
+
 test('dataChange fires only on changed values (or report always), one event per atomic update', () => {
   const { shadow, of } = setup();
   shadow.AddDevice('m1', 'm', undefined, { points: [{ name: 'a' }, { name: 'b' }, { name: 'pulse', report: 'always' }] });

@@ -48,7 +48,7 @@ test('blocks hold every live sample, per series and kind, in arrival order; dead
   assert.is(blocks.count, 3);
   assert.equal([...blocks.series.subarray(0, 3)], [3, 3, 7]);
   assert.equal([...blocks.minTs.subarray(0, 3)], [t0 + 30, t0 + 10, t0 + 5]);
-  assert.equal([...blocks.maxTs.subarray(0, 3)], [t0 + 30, t0 + 40, t0 + 20]);
+  assert.equal([0, 1, 2].map((i) => blocks.maxTsAt(i)), [t0 + 30, t0 + 40, t0 + 20]);
   assert.is(blocks.offset[0]! + blocks.len[0]!, blocks.offset[1]);
   assert.is(blocks.offset[2]! + blocks.len[2]!, blocks.data.length);
 });
@@ -67,7 +67,7 @@ test('numbers spanning up to 65,535 ms get 10-byte records (u16 offsets), a wide
     { series: 2, kind: KIND_NUM, ts: [t0, t0 + 65_536], val: [3, 4] },
   ]);
   assert.equal([...blocks.len.subarray(0, 2)], [HEADER_BYTES + 2 * NUM16_RECORD, HEADER_BYTES + 2 * NUM_RECORD]);
-  assert.equal([...blocks.maxTs.subarray(0, 2)], [t0 + 65_535, t0 + 65_536]);
+  assert.equal([0, 1].map((i) => blocks.maxTsAt(i)), [t0 + 65_535, t0 + 65_536]);
 });
 
 test('reused: a second, smaller build replaces the first; times ~60 days apart are split into two blocks', async () => {
@@ -87,6 +87,42 @@ test('reused: a second, smaller build replaces the first; times ~60 days apart a
     { series: 1, kind: 1, ts: [60 * day], val: [2] },
   ]);
   assert.is(blocks.count, 2);
+});
+
+test('columns grown by a big flush (a start\'s first values) shrink back once flushes are small again', async () => {
+  const blocks = new FlushBlocks();
+  const first = new SampleBuffer(20_000);
+  for (let i = 0; i < 20_000; i++) first.push(i, 1_000, i);
+  await blocks.build(first, () => true);
+  assert.is(blocks.count, 20_000);
+  assert.ok(blocks.series.length >= 20_000);
+  const steady = new SampleBuffer(3_000);
+  for (let i = 0; i < 3_000; i++) steady.push(i % 1_000, 2_000 + i, i);
+  await blocks.build(steady, () => true);
+  await blocks.build(steady, () => true);
+  // Sized from the flush before it: twice its 1,000 blocks, rounded up to a power of two.
+  assert.is(blocks.series.length, 2_048);
+  assert.is(blocks.count, 1_000);
+  assert.equal([blocks.minTs[999], blocks.maxTsAt(999)], [2_999, 4_999]);
+  const got = decodeAll(blocks.data);
+  assert.is(got.length, 1_000);
+  assert.is(got.reduce((n, b) => n + b.ts.length, 0), 3_000);
+});
+
+test('the buffer keeps every time exactly: near the first one, 30 days either side of it, a fraction of a ms', () => {
+  const day = 86_400_000;
+  const t0 = 1_700_000_000_000;
+  const times = [t0, t0 + 1_500, t0 - 30 * day, t0 + 30 * day, t0 + 0.5, t0 - 2_000];
+  const buf = new SampleBuffer(8);
+  times.forEach((t, i) => buf.push(4, t, i % 2 ? `s${i}` : i));
+  assert.equal(times.map((_, i) => buf.time(i)), times);
+  const out = emptySamples();
+  buf.collect(4, t0 - 31 * day, t0 + 31 * day, out);
+  assert.equal(out.ts, times);
+  assert.equal(out.val, [0, 's1', 2, 's3', 4, 's5']);
+  buf.clear();
+  buf.push(4, t0 + 7, 1);
+  assert.is(buf.time(0), t0 + 7, 'a cleared buffer counts from its new first sample');
 });
 
 test('a fleet-sized flush is built across turns of the event loop, not in one stretch', async () => {

@@ -78,7 +78,7 @@ test('a log of several windows, a block longer than the window, a series out of 
         assert.equal([...await seg.readRollups(s, kind)], pays ? want : [], `series ${s}, ${size} ms rollups`);
       }
     }
-    assert.ok(seg.hasRollups(BACK, KIND_MINUTE) && seg.hasRollups(BIG, KIND_MINUTE), 'the cases under test have rollups');
+    assert.ok(await seg.hasRollups(BACK, KIND_MINUTE) && await seg.hasRollups(BIG, KIND_MINUTE), 'the cases under test have rollups');
   })));
 
 test('a flush that would take the log past its block limit starts the next log; the full one is sealed', () =>

@@ -106,8 +106,8 @@ test('rollups only where they pay: 1 Hz gets hour rollups, not minute ones; 10 H
       const seg = await SealedSegment.load(1, join(dir, name!));
       assert.ok(seg);
       // Series ids in registration order, from 1: fast 1, slow 2.
-      assert.ok(seg.hasRollups(1, KIND_MINUTE) && seg.hasRollups(1, KIND_HOUR), '600 samples a minute');
-      assert.ok(!seg.hasRollups(2, KIND_MINUTE) && seg.hasRollups(2, KIND_HOUR), '60 a minute, 3,600 an hour');
+      assert.ok(await seg.hasRollups(1, KIND_MINUTE) && await seg.hasRollups(1, KIND_HOUR), '600 samples a minute');
+      assert.ok(!(await seg.hasRollups(2, KIND_MINUTE)) && await seg.hasRollups(2, KIND_HOUR), '60 a minute, 3,600 an hour');
       for (const point of ['fast', 'slow']) {
         const raw = await store.readRaw('d', point, T0, T0 + 2 * 3_600_000, 100_000);
         for (const interval of [60_000, 3_600_000, 90_000]) {

@@ -55,4 +55,43 @@ test('queries across many sealed segments see every sample; at most the limit of
   }
 })));
 
+test('a sealed segment keeps its directory on disk: every series of many pages is found, absent ones are empty', () => within(withDir(async (dir) => {
+  const clock = new FakeClock(T0);
+  const store = await open(dir, clock, { segmentBytes: 1 << 20 });
+  // 700 series, text ones among them (a text and a number kind each for every 7th): entries run over many
+  // 64-entry pages, and a series' entries straddle page ends.
+  const series = 700;
+  for (let m = 0; m < 5; m++) {
+    clock.t = T0 + m * 60_000;
+    for (let d = 0; d < series; d++) {
+      store.record(`dev-${d}`, 'p', clock.t, m * 1000 + d);
+      if (d % 7 === 0) store.record(`dev-${d}`, 'p', clock.t + 1, `t${m}`);
+    }
+    await store.flush();
+  }
+  await store.close();
+  // A new day's first flush rolls the log; the seal runs after it.
+  const again = await open(dir, clock, { segmentBytes: 1 << 20 });
+  clock.t = T0 + 86_400_000;
+  again.record('dev-0', 'p', clock.t, 1);
+  await again.flush();
+  const segs = (await readdir(dir)).filter((f) => f.endsWith('.seg'));
+  assert.is(segs.length, 1);
+  const seg = (await SealedSegment.load(1, join(dir, segs[0]!)))!;
+  for (let d = 0; d < series; d++) {
+    const got = emptySamples();
+    await seg.readRaw(d + 1, -Infinity, Infinity, got);
+    const nums = [0, 1, 2, 3, 4].map((m) => m * 1000 + d);
+    const texts = d % 7 === 0 ? [0, 1, 2, 3, 4].map((m) => `t${m}`) : [];
+    assert.equal(got.val.filter((v) => typeof v === 'number'), nums, `series ${d + 1}`);
+    assert.equal(got.val.filter((v) => typeof v === 'string'), texts, `series ${d + 1} text`);
+  }
+  for (const absent of [0, series + 1, 10 * series]) {
+    const got = emptySamples();
+    await seg.readRaw(absent, -Infinity, Infinity, got);
+    assert.is(got.val.length, 0, `series ${absent}`);
+  }
+  await again.close();
+})));
+
 test.run();

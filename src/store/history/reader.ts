@@ -38,7 +38,8 @@ export async function aggregate(snap: Snapshot, series: number, fn: AggFunction,
   for (const part of snap.segs) {
     const seg = part.seg;
     // A segment has only the levels that paid for this series (compact.ts); with none, its samples are read raw.
-    const have = seg.type === 'sealed' ? levels.filter((g) => seg.hasRollups(series, g === HOUR ? KIND_HOUR : KIND_MINUTE)) : [];
+    const have: number[] = [];
+    if (seg.type === 'sealed') for (const g of levels) if (await seg.hasRollups(series, g === HOUR ? KIND_HOUR : KIND_MINUTE)) have.push(g);
     if (seg.type === 'sealed' && have.length) {
       await fromSealed(seg, series, have, buckets);
     } else {

@@ -16,7 +16,6 @@ import {
 } from './format.js';
 import { readAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
-import { TurnBudget } from '../../util/turn-budget.js';
 
 /** First format: file magic, footer magic and trailer (footer offset f64, count u32, CRC u32, magic). */
 export const SEG_MAGIC_V1 = Buffer.from('SGHSEG01');
@@ -38,6 +37,12 @@ export const TRAILER_V2 = 48;
  * 40 is ~5% of the samples' bytes).
  */
 export const DIR_ENTRY = 20;
+/**
+ * Directory entries a page, of which a segment sealed in place keeps only the first series in memory: an entry
+ * is found with one read of a page or two (~2.5 KB) instead of holding the whole directory (17 B an entry, ~1.5 MB
+ * a segment for 1,000 × 100 points).
+ */
+const DIR_PAGE = 64;
 /** Reads of nearby log blocks are merged when the gap between them is below this. */
 const MERGE_GAP = 64 * 1024;
 
@@ -153,15 +158,30 @@ async function openLog(path: string): Promise<FileHandle | null> {
   return null;
 }
 
+/** One directory entry of a series: its kind, where its block (first format) or block list is, and its samples. */
+interface DirEntry {
+  kind: number;
+  offset: number;
+  len: number;
+  count: number;
+}
+
 /**
- * A sealed segment's directory, kept as typed arrays sorted by series and searched by bisection. In the first
+ * A sealed segment's directory, sorted by series and searched by bisection: in the first format held whole in
+ * typed arrays, sealed in place kept on disk with the first series of each page in memory. In the first
  * format a sample entry addresses one block; sealed in place (`lists`), it addresses the u32 list of the
  * series' block offsets. Rollup entries address one rollup block in both.
  */
 export class SealedSegment extends SegmentBase {
   readonly type = 'sealed';
-  /** Sealed in place: sample entries address block lists. */
+  /** Sealed in place: sample entries address block lists, and the directory stays on disk but for its pages' first series. */
   private lists = false;
+  private dirAt = 0;
+  private dirCount = 0;
+  private pageFirst = new Uint32Array(0);
+  /** The entries of the series looked up last (a query asks for one series several times: levels, then data). */
+  private lastLookup: { series: number; entries: Promise<DirEntry[]> } | null = null;
+  /** First format: the whole directory in columns. */
   private series = new Uint32Array(0);
   private kind = new Uint8Array(0);
   private offset = new Uint32Array(0);
@@ -188,28 +208,28 @@ export class SealedSegment extends SegmentBase {
   /** Raw samples (numbers and text) of a series in [start, endEx). */
   async readRaw(series: number, start: number, endEx: number, out: Samples): Promise<void> {
     // The caller picked this segment for overlapping the range; samples outside it are skipped as decoded.
-    const entries = this.entriesOf(series).filter((i) => this.kind[i] === KIND_NUM || this.kind[i] === KIND_STR);
+    const entries = (await this.entriesOf(series)).filter((e) => e.kind === KIND_NUM || e.kind === KIND_STR);
     if (!entries.length) return;
     const fh = await open(this.path, 'r');
     try {
-      for (const i of entries) {
+      for (const e of entries) {
         const visit = (buf: Buffer, off: number): void => {
           const meta = parseHeader(buf, off);
-          if (meta && meta.series === series && sampleKind(meta.kind) === this.kind[i] && checkBlock(buf, off, meta)) {
+          if (meta && meta.series === series && sampleKind(meta.kind) === e.kind && checkBlock(buf, off, meta)) {
             decodeSamples(buf, off, meta, start, endEx, out);
           }
         };
         if (!this.lists) {
-          const buf = await readAt(fh, this.offset[i]!, this.len[i]!);
+          const buf = await readAt(fh, e.offset, e.len);
           visit(buf, 0);
           continue;
         }
-        const list = await readAt(fh, this.offset[i]!, this.len[i]!);
+        const list = await readAt(fh, e.offset, e.len);
         const offsets: number[] = [];
         for (let p = 0; p + 4 <= list.length; p += 4) offsets.push(list.readUInt32LE(p));
         // A numeric block's size follows from its count; blocks of one flush are alike, so the average is a
         // good first read (text: a guess), and a longer block is read whole from its header.
-        const guess = HEADER_BYTES + (this.kind[i] === KIND_NUM ? NUM_RECORD * Math.ceil(this.count[i]! / Math.max(1, offsets.length)) : 4096);
+        const guess = HEADER_BYTES + (e.kind === KIND_NUM ? NUM_RECORD * Math.ceil(e.count / Math.max(1, offsets.length)) : 4096);
         await readBlocks(fh, offsets, guess, visit);
       }
     } finally {
@@ -218,18 +238,18 @@ export class SealedSegment extends SegmentBase {
   }
 
   /** True when the segment holds rollups of this level (KIND_MINUTE / KIND_HOUR) for the series. */
-  hasRollups(series: number, kind: number): boolean {
-    return this.entriesOf(series).some((i) => this.kind[i] === kind);
+  async hasRollups(series: number, kind: number): Promise<boolean> {
+    return (await this.entriesOf(series)).some((e) => e.kind === kind);
   }
 
   /** Rollup records of one kind (flat, ROLLUP_FIELDS per record, ascending), or an empty array. */
   async readRollups(series: number, kind: number): Promise<Float64Array> {
-    for (const i of this.entriesOf(series)) {
-      if (this.kind[i] !== kind) continue;
+    for (const e of await this.entriesOf(series)) {
+      if (e.kind !== kind) continue;
       const fh = await open(this.path, 'r');
       let buf: Buffer;
       try {
-        buf = await readAt(fh, this.offset[i]!, this.len[i]!);
+        buf = await readAt(fh, e.offset, e.len);
       } finally {
         await fh.close();
       }
@@ -288,33 +308,69 @@ export class SealedSegment extends SegmentBase {
     if (crc32(trailer.subarray(0, 36), crc32(dir)) !== trailer.readUInt32LE(36)) return false;
     this.minTs = trailer.readDoubleLE(16);
     this.maxTs = trailer.readDoubleLE(24);
-    this.columns(n);
-    // A fleet's directory has an entry per series (100,000 for fleet F): read in slices of a few ms.
-    const budget = new TurnBudget();
-    for (let i = 0; i < n; i++) {
-      if (i % 4096 === 4095) await budget.maybeYield();
-      const p = i * DIR_ENTRY;
-      this.series[i] = dir.readUInt32LE(p);
-      this.kind[i] = dir[p + 4]!;
-      this.offset[i] = dir.readUInt32LE(p + 8);
-      this.len[i] = dir.readUInt32LE(p + 12);
-      this.count[i] = dir.readUInt32LE(p + 16);
-    }
+    // The directory is checked whole (its CRC) but kept as its pages' first series only (entries are in series order).
+    this.dirAt = at;
+    this.dirCount = n;
+    this.pageFirst = new Uint32Array(Math.ceil(n / DIR_PAGE));
+    for (let k = 0; k < this.pageFirst.length; k++) this.pageFirst[k] = dir.readUInt32LE(k * DIR_PAGE * DIR_ENTRY);
     return true;
   }
 
-  private entriesOf(series: number): number[] {
-    let lo = 0;
-    let hi = this.series.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.series[mid]! < series) lo = mid + 1;
-      else hi = mid;
+  /** The series' directory entries, in directory order. */
+  private entriesOf(series: number): Promise<DirEntry[]> {
+    if (this.lastLookup?.series !== series) {
+      const entries = this.lists ? this.readEntries(series) : Promise.resolve(this.columnEntries(series));
+      this.lastLookup = { series, entries };
+      // A failed read is not remembered: the next query reads again.
+      entries.catch(() => {
+        if (this.lastLookup?.entries === entries) this.lastLookup = null;
+      });
     }
-    const out: number[] = [];
-    for (let i = lo; i < this.series.length && this.series[i] === series; i++) out.push(i);
+    return this.lastLookup.entries;
+  }
+
+  private columnEntries(series: number): DirEntry[] {
+    const i0 = lowerBound(this.series, this.series.length, series);
+    const out: DirEntry[] = [];
+    for (let i = i0; i < this.series.length && this.series[i] === series; i++) {
+      out.push({ kind: this.kind[i]!, offset: this.offset[i]!, len: this.len[i]!, count: this.count[i]! });
+    }
     return out;
   }
+
+  /** From the directory on disk: the page before the first one starting at or past `series` holds its first entry, if any. */
+  private async readEntries(series: number): Promise<DirEntry[]> {
+    const out: DirEntry[] = [];
+    let i = Math.max(0, lowerBound(this.pageFirst, this.pageFirst.length, series) - 1) * DIR_PAGE;
+    const fh = await open(this.path, 'r');
+    try {
+      while (i < this.dirCount) {
+        const m = Math.min(2 * DIR_PAGE, this.dirCount - i);
+        const buf = await readAt(fh, this.dirAt + i * DIR_ENTRY, m * DIR_ENTRY);
+        if (buf.length < m * DIR_ENTRY) break;
+        for (let p = 0; p < buf.length; p += DIR_ENTRY, i++) {
+          const s = buf.readUInt32LE(p);
+          if (s > series) return out;
+          if (s === series) out.push({ kind: buf[p + 4]!, offset: buf.readUInt32LE(p + 8), len: buf.readUInt32LE(p + 12), count: buf.readUInt32LE(p + 16) });
+        }
+      }
+    } finally {
+      await fh.close();
+    }
+    return out;
+  }
+}
+
+/** The first index in `a[0, n)` (ascending) whose value is at least `v`. */
+function lowerBound(a: Uint32Array, n: number, v: number): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Reads in flight at once for one list: a day of a 1 s point is ~150 blocks, and each read is a thread-pool round trip. */

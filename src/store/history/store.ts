@@ -269,7 +269,7 @@ class FileHistoryStore implements HistoryStore {
     // Index the blocks and release the pending buffer in one synchronous step: a query snapshot
     // must see each sample exactly once, either in memory or in the log.
     for (let i = 0; i < blocks.count; i++) {
-      seg.addBlock(blocks.series[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTs[i]!);
+      seg.addBlock(blocks.series[i]!, pos + blocks.offset[i]!, blocks.len[i]!, blocks.minTs[i]!, blocks.maxTsAt(i));
     }
     seg.bytes = pos + written;
     this.counts.written += written;
