@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -143,6 +144,22 @@ test('a failing save is recorded, never thrown, and retried', () =>
   }));
 
 /** A store whose saves take `ms` (timed from the snapshot to the end of the write), recording both ends. */
+/**
+ * How late this machine ran timers while `fn` ran (the longest event-loop delay, ms): a loaded machine (a CI
+ * building an image beside the tests) delays a timer by tens of ms, which no schedule can undo. The bounds below
+ * add it, so they stay what the schedule decides; the old fixed ticks still exceed them on a machine at rest.
+ */
+async function lateness(fn: () => Promise<void>): Promise<number> {
+  const h: IntervalHistogram = monitorEventLoopDelay({ resolution: 2 });
+  h.enable();
+  try {
+    await fn();
+  } finally {
+    h.disable();
+  }
+  return h.max / 1e6;
+}
+
 function timed(store: ShadowStore, ms: number): { store: ShadowStore; saves: { start: number; end: number }[] } {
   const saves: { start: number; end: number }[] = [];
   const wrapped = Object.create(store) as ShadowStore;
@@ -161,36 +178,43 @@ test('the disk never lags the shadow by more than the interval, though a save ta
     const shadow = makeShadow();
     const t = timed(store, 40);
     const begun = performance.now();
-    const persister = startPersisting(shadow, t.store, 100, clock, silentLogger);
-    const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
-    try {
-      await sleep(700);
-    } finally {
-      clearInterval(changes);
-      await persister.stop();
-    }
+    const late = await lateness(async () => {
+      const persister = startPersisting(shadow, t.store, 100, clock, silentLogger);
+      const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
+      try {
+        await sleep(700);
+      } finally {
+        clearInterval(changes);
+        await persister.stop();
+      }
+    });
     // A kill just before save i+1 is on disk restores snapshot i: that is the worst lag, end(i+1) - start(i).
-    const lags = [t.saves[0]!.end - begun, ...t.saves.slice(1).map((s, i) => s.end - t.saves[i]!.start)];
+    // A save the disk made slower than its 40 ms (an fsync behind other writers) is not the schedule's doing.
+    const slow = (s: { start: number; end: number }): number => Math.max(0, s.end - s.start - 40);
+    const lags = [t.saves[0]!.end - begun - slow(t.saves[0]!), ...t.saves.slice(1).map((s, i) => s.end - t.saves[i]!.start - slow(s))];
     assert.ok(t.saves.length >= 6, `${t.saves.length} saves`);
-    // 15 ms for timers firing late on a busy machine; the old fixed ticks lagged 140 ms here.
-    assert.ok(Math.max(...lags) <= 115, `worst lag ${Math.max(...lags).toFixed(0)} ms: ${lags.map((x) => x.toFixed(0)).join(' ')}`);
+    // 15 ms and the machine's timer lateness; the old fixed ticks lagged 140 ms here.
+    const bound = 115 + late;
+    assert.ok(Math.max(...lags) <= bound, `worst lag ${Math.max(...lags).toFixed(0)} ms (bound ${bound.toFixed(0)}): ${lags.map((x) => x.toFixed(0)).join(' ')}`);
   }));
 
 test('a save longer than the interval is followed at once by the next, never a whole tick later', () =>
   withStore(async (store) => {
     const shadow = makeShadow();
     const t = timed(store, 60);
-    const persister = startPersisting(shadow, t.store, 50, clock, silentLogger);
-    const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
-    try {
-      await sleep(500);
-    } finally {
-      clearInterval(changes);
-      await persister.stop();
-    }
+    const late = await lateness(async () => {
+      const persister = startPersisting(shadow, t.store, 50, clock, silentLogger);
+      const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
+      try {
+        await sleep(500);
+      } finally {
+        clearInterval(changes);
+        await persister.stop();
+      }
+    });
     const idle = t.saves.slice(1).map((s, i) => s.start - t.saves[i]!.end);
     assert.ok(idle.length >= 4, `${t.saves.length} saves`);
-    assert.ok(Math.max(...idle) <= 15, `idle between saves ${idle.map((x) => x.toFixed(0)).join(' ')} ms`);
+    assert.ok(Math.max(...idle) <= 15 + late, `idle between saves ${idle.map((x) => x.toFixed(0)).join(' ')} ms (bound ${(15 + late).toFixed(0)})`);
   }));
 
 test.run();
