@@ -128,7 +128,8 @@ export async function judgeRestart(gw: Gateway, b: BeforeKill, persistMs: number
       failures.push(`history served ${rows.length} samples up to ${String(lastTs)}, whole blocks on disk hold ${b.history.count} up to ${String(b.history.lastTs)}`);
     }
     // Only a run longer than a flush has written blocks of its own: the lag of shorter ones says nothing.
-    // History opens before "ready", so a run of flushMs after ready has had its first flush (0.5 s of slack).
+    // History opens just after "ready" (a small store opens in ms), so a run of flushMs after ready has had its
+    // first flush (0.5 s of slack).
     const flushed = b.uptime > flushMs + 500;
     if (lastTs !== null && flushed) j.historyLagMs = b.killAt - lastTs;
     // Blocks are appended every flushMs: a run longer than that has its data on disk to within one flush.
