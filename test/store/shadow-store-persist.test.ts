@@ -143,23 +143,28 @@ test('a failing save is recorded, never thrown, and retried', () =>
     }
   }));
 
-/** A store whose saves take `ms` (timed from the snapshot to the end of the write), recording both ends. */
 /**
- * How late this machine ran timers while `fn` ran (the longest event-loop delay, ms): a loaded machine (a CI
- * building an image beside the tests) delays a timer by tens of ms, which no schedule can undo. The bounds below
- * add it, so they stay what the schedule decides; the old fixed ticks still exceed them on a machine at rest.
+ * Persists a change every 5 ms for `ms`, and says how late this machine ran timers meanwhile (the longest
+ * event-loop delay, ms): a loaded machine (a CI building an image beside the tests) delays a timer by tens of ms,
+ * which no schedule can undo. The bounds below add it, so they stay what the schedule decides; the old fixed
+ * ticks still exceed them on a machine at rest.
  */
-async function lateness(fn: () => Promise<void>): Promise<number> {
+async function persistWhileChanging(shadow: Shadow, store: ShadowStore, intervalMs: number, ms: number): Promise<number> {
   const h: IntervalHistogram = monitorEventLoopDelay({ resolution: 2 });
   h.enable();
+  const persister = startPersisting(shadow, store, intervalMs, clock, silentLogger);
+  const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
   try {
-    await fn();
+    await sleep(ms);
   } finally {
+    clearInterval(changes);
+    await persister.stop();
     h.disable();
   }
   return h.max / 1e6;
 }
 
+/** A store whose saves take `ms` (timed from the snapshot to the end of the write), recording both ends. */
 function timed(store: ShadowStore, ms: number): { store: ShadowStore; saves: { start: number; end: number }[] } {
   const saves: { start: number; end: number }[] = [];
   const wrapped = Object.create(store) as ShadowStore;
@@ -178,16 +183,7 @@ test('the disk never lags the shadow by more than the interval, though a save ta
     const shadow = makeShadow();
     const t = timed(store, 40);
     const begun = performance.now();
-    const late = await lateness(async () => {
-      const persister = startPersisting(shadow, t.store, 100, clock, silentLogger);
-      const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
-      try {
-        await sleep(700);
-      } finally {
-        clearInterval(changes);
-        await persister.stop();
-      }
-    });
+    const late = await persistWhileChanging(shadow, t.store, 100, 700);
     // A kill just before save i+1 is on disk restores snapshot i: that is the worst lag, end(i+1) - start(i).
     // A save the disk made slower than its 40 ms (an fsync behind other writers) is not the schedule's doing.
     const slow = (s: { start: number; end: number }): number => Math.max(0, s.end - s.start - 40);
@@ -202,16 +198,7 @@ test('a save longer than the interval is followed at once by the next, never a w
   withStore(async (store) => {
     const shadow = makeShadow();
     const t = timed(store, 60);
-    const late = await lateness(async () => {
-      const persister = startPersisting(shadow, t.store, 50, clock, silentLogger);
-      const changes = setInterval(() => shadow.SetDevicePoint('d1', 'p', Math.random()), 5);
-      try {
-        await sleep(500);
-      } finally {
-        clearInterval(changes);
-        await persister.stop();
-      }
-    });
+    const late = await persistWhileChanging(shadow, t.store, 50, 500);
     const idle = t.saves.slice(1).map((s, i) => s.start - t.saves[i]!.end);
     assert.ok(idle.length >= 4, `${t.saves.length} saves`);
     assert.ok(Math.max(...idle) <= 15 + late, `idle between saves ${idle.map((x) => x.toFixed(0)).join(' ')} ms (bound ${(15 + late).toFixed(0)})`);
