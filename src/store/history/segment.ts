@@ -1,5 +1,5 @@
 /**
- * The two kinds of segment file.
+ * The two kinds of segment file (their blocks are read through block-reads.ts).
  *
  * - LogSegment (`<seq>.log`): the append target. One block per series per flush, so writes are
  *   sequential (SD-card friendly); its block index lives in memory, bounded by the roll limits.
@@ -14,6 +14,7 @@ import {
   HEADER_BYTES, KIND_NUM, KIND_STR, MAX_DELTA, NUM_RECORD, ROLLUP_FIELDS, type Samples, checkBlock, decodeSamples,
   parseHeader, sampleKind,
 } from './format.js';
+import { MERGE_GAP, openLog, readBlocks } from './block-reads.js';
 import { readAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
 
@@ -43,8 +44,6 @@ export const DIR_ENTRY = 20;
  * a segment for 1,000 × 100 points).
  */
 const DIR_PAGE = 64;
-/** Reads of nearby log blocks are merged when the gap between them is below this. */
-const MERGE_GAP = 64 * 1024;
 
 abstract class SegmentBase {
   bytes = 0;
@@ -141,21 +140,6 @@ export class LogSegment extends SegmentBase {
     this.bmin = grown(this.bmin, size);
     this.span = grown(this.span, size);
   }
-}
-
-/**
- * A query that took its snapshot before the log was sealed finds it renamed `.seg` (same bytes at the same
- * offsets); null when neither name is there any more (the segment expired or was evicted meanwhile).
- */
-async function openLog(path: string): Promise<FileHandle | null> {
-  for (const name of [path, path.replace(/\.log$/, '.seg')]) {
-    try {
-      return await open(name, 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-  return null;
 }
 
 /** One directory entry of a series: its kind, where its block (first format) or block list is, and its samples. */
@@ -371,42 +355,6 @@ function lowerBound(a: Uint32Array, n: number, v: number): number {
     else hi = mid;
   }
   return lo;
-}
-
-/** Reads in flight at once for one list: a day of a 1 s point is ~150 blocks, and each read is a thread-pool round trip. */
-const READS_IN_FLIGHT = 4;
-
-/**
- * Calls `visit(buf, off)` for the block at each file offset (ascending), in list order. Blocks closer than
- * MERGE_GAP share one read; reads run READS_IN_FLIGHT at a time; a block longer than `guess` that ends a read
- * is read again whole, its length taken from its header.
- */
-async function readBlocks(fh: FileHandle, offsets: readonly number[], guess: number,
-  visit: (buf: Buffer, off: number) => void): Promise<void> {
-  const runs: { a: number; b: number; buf: Buffer | null }[] = [];
-  for (let a = 0; a < offsets.length;) {
-    let b = a;
-    while (b + 1 < offsets.length && offsets[b + 1]! - offsets[b]! < MERGE_GAP && offsets[b + 1]! > offsets[b]!) b++;
-    runs.push({ a, b, buf: null });
-    a = b + 1;
-  }
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < runs.length) {
-      const run = runs[next++]!;
-      run.buf = await readAt(fh, offsets[run.a]!, offsets[run.b]! - offsets[run.a]! + guess);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, runs.length) }, worker));
-  for (const { a, b, buf } of runs) {
-    for (let k = a; k <= b; k++) {
-      const rel = offsets[k]! - offsets[a]!;
-      const meta = parseHeader(buf!, rel);
-      if (!meta) continue;
-      if (rel + HEADER_BYTES + meta.payloadLen <= buf!.length) visit(buf!, rel);
-      else visit(await readAt(fh, offsets[k]!, HEADER_BYTES + meta.payloadLen), 0);
-    }
-  }
 }
 
 export type Segment = LogSegment | SealedSegment;
