@@ -10,6 +10,7 @@ import type { Api, ApiApp, ApiContext, ApiRequest, RouteInfo, RouteKit } from '.
 import { HttpError, okEnvelope, sendEnvelope, sendOk, toErrorResponse } from './envelope.js';
 import { mountConfigRoutes } from './config-routes.js';
 import { exactRoutes } from './exact-routes.js';
+import { polkaRoutes } from './polka-routes.js';
 import { mountRoutes } from './routes.js';
 import { isSafeMethod, refuseCrossSite } from './site.js';
 import { loopLook } from '../util/loop-look.js';
@@ -22,17 +23,11 @@ const shortPath = (path: string): string => (path.length > 200 ? `${path.slice(0
 /** Methods registered for a path on any route, for 405 vs 404 and the Allow header. */
 function allowedMethods(app: ApiApp, path: string): string[] {
   const methods = new Set<string>();
-  for (const r of (app as unknown as { routes: { method: string; pattern: RegExp }[] }).routes) {
+  for (const r of polkaRoutes(app)) {
     if (r.method !== '' && r.pattern.test(path)) methods.add(r.method);
   }
   if (methods.has('GET')) methods.add('HEAD');
   return [...methods];
-}
-
-interface PolkaRoute {
-  method: string;
-  pattern: RegExp;
-  handlers: ((...args: never[]) => unknown)[];
 }
 
 /** What kit.route knows of a handler: its literal path and the scope it demands. */
@@ -44,7 +39,7 @@ const routeMeta = new WeakMap<object, { path: string; access: Access }>();
  * without a hand-kept list.
  */
 function routeTable(app: ApiApp): RouteInfo[] {
-  return (app as unknown as { routes: PolkaRoute[] }).routes.map((r) => {
+  return polkaRoutes(app).map((r) => {
     const meta = r.handlers.map((h) => routeMeta.get(h)).find((m) => m !== undefined);
     // regexparam's pattern of a literal path, `^\/metrics\/?$`, read back as `/metrics`.
     const literal = r.pattern.source.replace(/^\^/, '').replace(/\\\/\?\$$/, '').replace(/\\\//g, '/') || '/';

@@ -11,13 +11,9 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ApiApp, ApiRequest } from './context.js';
+import { polkaRoutes } from './polka-routes.js';
 
 type Handle = (req: ApiRequest, res: ServerResponse) => Promise<void>;
-
-interface PolkaRoute {
-  method: string;
-  pattern: RegExp;
-}
 
 /** `/a/b` but not `/a/:id`, `/a/*` or `/a/b?`: regexparam gives those a pattern of their own. */
 const isLiteral = (path: string): boolean => /^\/[^:*?]*$/.test(path);
@@ -37,11 +33,10 @@ export interface ExactRoutes {
 
 export function exactRoutes(app: ApiApp): ExactRoutes {
   const table = new Map<string, Map<string, Handle>>();
-  const routes = (): PolkaRoute[] => (app as unknown as { routes: PolkaRoute[] }).routes;
   return {
     add(method, path, handle) {
       // trouter's matching: the route's method or '' (any), and GET routes for HEAD.
-      const earlier = routes().some((r) => (r.method === method || r.method === '' || (method === 'HEAD' && r.method === 'GET')) && r.pattern.test(path));
+      const earlier = polkaRoutes(app).some((r) => (r.method === method || r.method === '' || (method === 'HEAD' && r.method === 'GET')) && r.pattern.test(path));
       if (!isLiteral(path) || earlier) return;
       let paths = table.get(method);
       if (!paths) table.set(method, (paths = new Map()));

@@ -66,7 +66,7 @@ test('polka: the app lists its routes with method and pattern', async () => {
   const app = polka();
   app.get('/a/b', () => {});
   const routes = (app as unknown as { routes?: { method: string; pattern: RegExp }[] }).routes;
-  assert.ok(Array.isArray(routes), 'polka no longer exposes app.routes (src/api/app.ts allowedMethods)');
+  assert.ok(Array.isArray(routes), 'polka no longer exposes app.routes (src/api/polka-routes.ts)');
   assert.is(routes[0]!.method, 'GET');
   assert.ok(routes[0]!.pattern.test('/a/b'));
 });
