@@ -3,9 +3,10 @@
  * registry built afresh each scrape hashed every label set, then formatted each sample through several arrays
  * and objects: for 1,000 devices that was 10-15 ms of main-thread CPU a scrape on the bench machine (2.4-2.7 ms
  * written here), in one turn of the event loop, and with the collections of its garbage the longest turns
- * fleet F had (scripts/bench/footprint.ts scrapes while it measures). The text is the one prom-client 15 wrote: metrics in declaration order, a label-less gauge or
- * counter present (0) even when never set, a label set set twice kept in its first place (a gauge takes the
- * last value and labels' order, a counter the sum), label values escaped (\\, \n, "), HELP escaped (\\, \n).
+ * fleet F had (scripts/bench/footprint.ts scrapes while it measures). The text is the one prom-client 15 wrote:
+ * metrics in declaration order, a label-less gauge or counter present (0) even when never set, a label set set
+ * twice kept in its first place (a gauge takes the last value and labels' order, a counter the sum), label
+ * values escaped (\\, \n, "), HELP escaped (\\, \n).
  */
 import type { HistogramState, Labels, MetricSink, SetHistogram, SetSample } from './metrics-types.js';
 

@@ -3,8 +3,9 @@
  * glue: api/ and store/ may not import each other). A store that cannot open (I/O, permissions) is logged and
  * the gateway runs without history; damaged history data never stops a start (the store repairs it).
  * The store opens once the gateway is ready (Part.ready): reading fleet F's series registry and newest log was
- * ~0.3 s of the start's CPU on the development machine. What the shadow records meanwhile waits in order (history-early.ts), and everything that
- * shows the history (its routes, /health/shadow, /metrics, a backup's flush) waits for `opened()` first.
+ * ~0.3 s of the start's CPU on the development machine. What the shadow records meanwhile waits in order
+ * (history-early.ts), and everything that shows the history (its routes, /health/shadow, /metrics, a backup's
+ * flush) waits for `opened()` first.
  */
 import path from 'node:path';
 import type { ApiApp, RouteKit } from '../api/index.js';
