@@ -95,7 +95,7 @@ test('the unit keeps the properties the gateway relies on', async () => {
     'SupplementaryGroups=dialout gpio', 'Environment=SHADOWGATE_CONFIG=/etc/shadowgate/config.json', 'DeviceAllow=char-ttyS rw',
     'DeviceAllow=char-gpiochip rw', 'ProtectSystem=strict',
     // Flat RSS under bad input and across MQTT logins (scripts/reliability/bad-input.ts runs the unit's environment).
-    'Environment=MALLOC_ARENA_MAX=2', 'Environment=MALLOC_MMAP_THRESHOLD_=1048576']) has(line);
+    'Environment=MALLOC_ARENA_MAX=2', 'Environment=MALLOC_MMAP_THRESHOLD_=65536']) has(line);
   assert.match(text, /^WatchdogSec=\d+s$/m);
   // V8's heap limit must sit well inside the cgroup limit, or the OOM killer fires before the GC.
   const heap = Number((/--max-old-space-size=(\d+)/.exec(text) ?? [])[1]);
