@@ -4,16 +4,42 @@
  * N reads, or go silent) — the default for `make run` and for tests. Implements the same Driver contract
  * as the hardware drivers, so the REST/MQTT paths are exercised exactly as with real devices.
  */
-import type { BusConfig, PointConfig, ResolvedDevice } from '../config/types.js';
+import type { BusConfig, ModelConfig, PointConfig, ResolvedDevice } from '../config/types.js';
 import { GatewayError } from '../core/errors.js';
 import { createGenerator, type Generator } from './simulator/generators.js';
 import { PollTicker, type PollHandle } from './simulator/poll-ticker.js';
 import type { Driver, DriverContext, PointWrite, RawValue } from './types.js';
 
+/**
+ * What every device of one model shares: its simulated points in model order, their stateless generators, and
+ * the poll groups per device poll interval. A fleet of 1,000 identical devices builds this once; each device
+ * holds only its stateful generators (walks, counters), so a device costs ~10 small objects instead of a map of
+ * 100 generators and its own lists of point names.
+ */
+interface SimModel {
+  points: PointConfig[];
+  index: Map<string, number>;
+  /** By position: the generator every device shares (constant, sine), or undefined for a stateful point. */
+  shared: (Generator | undefined)[];
+  /** By position: where a stateful point's generator is in a device's own list (-1: shared). */
+  own: number[];
+  /** By device poll interval (ms). */
+  groups: Map<number, PollGroup[]>;
+}
+
+/** The points one poll reads: positions in the model's simulated points, and their names. */
+interface PollGroup {
+  every: number;
+  at: number[];
+  names: string[];
+}
+
 interface SimDevice {
   device: ResolvedDevice;
-  generators: Map<string, Generator>;
-  held: Map<string, RawValue>;
+  model: SimModel;
+  gens: Generator[];
+  /** Written values a read returns instead of the generator's; created by the first write. */
+  held: Map<string, RawValue> | null;
   failReads: number;
   silent: boolean;
 }
@@ -34,46 +60,77 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
   const counters = { reads: 0, writes: 0, failures: 0 };
   let running = false;
 
-  // Constant and sine points are stateless: one generator per model point serves every device of the
-  // model (a fleet of 1,000 identical devices builds 100 generators, not 100,000).
-  const shared = new WeakMap<PointConfig, Generator>();
+  const models = new WeakMap<ModelConfig, SimModel>();
+  const modelOf = (model: ModelConfig): SimModel => {
+    let m = models.get(model);
+    if (m) return m;
+    const points = model.points.filter((p) => p.sim);
+    let owned = 0;
+    const own = points.map((p) => (p.sim!.fn === 'counter' || p.sim!.fn === 'random_walk' ? owned++ : -1));
+    m = {
+      points,
+      index: new Map(points.map((p, i) => [p.name, i])),
+      shared: points.map((p, i) => (own[i]! < 0 ? createGenerator(p.sim!, p.name) : undefined)),
+      own,
+      groups: new Map(),
+    };
+    models.set(model, m);
+    return m;
+  };
+
   const build = (device: ResolvedDevice): SimDevice => {
     const id = device.config.id;
-    const generators = new Map<string, Generator>();
-    const held = new Map<string, RawValue>();
-    for (const point of device.model.points) {
-      if (!point.sim) continue;
-      const stateful = point.sim.fn === 'counter' || point.sim.fn === 'random_walk';
-      let gen = stateful ? undefined : shared.get(point);
-      if (!gen) {
-        const last = stateful ? ctx.lastValue(id, point.name) : null;
-        gen = createGenerator(point.sim, `${id}/${point.name}`, last === null ? undefined : toDeviceRaw(point, last));
-        if (!stateful) shared.set(point, gen);
+    const model = modelOf(device.model);
+    const gens: Generator[] = [];
+    let held: Map<string, RawValue> | null = null;
+    model.points.forEach((point, i) => {
+      if (model.own[i]! >= 0) {
+        const last = ctx.lastValue(id, point.name);
+        gens.push(createGenerator(point.sim!, `${id}/${point.name}`, last === null ? undefined : toDeviceRaw(point, last)));
       }
-      generators.set(point.name, gen);
       const written = point.access !== 'R' ? ctx.lastWrite(id, point.name) : null;
-      if (written !== null) held.set(point.name, toDeviceRaw(point, written));
-    }
+      if (written !== null) (held ??= new Map()).set(point.name, toDeviceRaw(point, written));
+    });
     const fault = device.config.sim_fault ?? {};
-    return { device, generators, held, failReads: fault.fail_reads ?? 0, silent: fault.silent ?? false };
+    return { device, model, gens, held, failReads: fault.fail_reads ?? 0, silent: fault.silent ?? false };
   };
   for (const device of devices) sims.set(device.config.id, build(device));
 
-  const readDevice = (sim: SimDevice, names: readonly string[]): Record<string, RawValue> => {
+  /** A point's value now: what was written to it, else its generator's next value. */
+  const valueAt = (sim: SimDevice, i: number, now: number): RawValue => {
+    const held = sim.held?.get(sim.model.points[i]!.name);
+    if (held !== undefined) return held;
+    const own = sim.model.own[i]!;
+    return (own < 0 ? sim.model.shared[i]! : sim.gens[own]!).next(now);
+  };
+
+  /** Counts the read; throws as a silent or failing device would. */
+  const answer = (sim: SimDevice): void => {
     counters.reads++;
-    const id = sim.device.config.id;
     if (sim.silent || sim.failReads > 0) {
       if (sim.failReads > 0) sim.failReads--;
       counters.failures++;
-      throw timeout(id);
+      throw timeout(sim.device.config.id);
     }
+  };
+
+  const readGroup = (sim: SimDevice, group: PollGroup): Record<string, RawValue> => {
+    answer(sim);
+    const now = ctx.clock.now();
+    const out: Record<string, RawValue> = {};
+    for (let k = 0; k < group.at.length; k++) out[group.names[k]!] = valueAt(sim, group.at[k]!, now);
+    return out;
+  };
+
+  const readDevice = (sim: SimDevice, names: readonly string[]): Record<string, RawValue> => {
+    answer(sim);
     const now = ctx.clock.now();
     const out: Record<string, RawValue> = {};
     for (const name of names) {
-      const held = sim.held.get(name);
-      const gen = sim.generators.get(name);
+      const held = sim.held?.get(name);
+      const i = sim.model.index.get(name);
       if (held !== undefined) out[name] = held;
-      else if (gen) out[name] = gen.next(now);
+      else if (i !== undefined) out[name] = valueAt(sim, i, now);
     }
     return out;
   };
@@ -84,16 +141,22 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     return sim;
   };
 
-  /** Points grouped by effective poll interval (a point's poll overrides its device's). */
-  const pollGroups = (sim: SimDevice): Map<number, string[]> => {
-    const groups = new Map<number, string[]>();
-    for (const point of sim.device.model.points) {
-      if (point.access === 'W' || !point.sim) continue;
-      const every = point.poll ?? sim.device.config.poll;
-      const group = groups.get(every);
-      if (group) group.push(point.name);
-      else groups.set(every, [point.name]);
-    }
+  /** Points grouped by effective poll interval (a point's poll overrides its device's), shared by the model's devices. */
+  const pollGroups = (sim: SimDevice): PollGroup[] => {
+    const every = sim.device.config.poll;
+    let groups = sim.model.groups.get(every);
+    if (groups) return groups;
+    const by = new Map<number, PollGroup>();
+    sim.model.points.forEach((point, i) => {
+      if (point.access === 'W') return;
+      const e = point.poll ?? every;
+      let group = by.get(e);
+      if (!group) by.set(e, (group = { every: e, at: [], names: [] }));
+      group.at.push(i);
+      group.names.push(point.name);
+    });
+    groups = [...by.values()];
+    sim.model.groups.set(every, groups);
     return groups;
   };
 
@@ -107,11 +170,12 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     const id = sim.device.config.id;
     const own: PollHandle[] = [];
     polls.set(id, own);
-    for (const [every, names] of pollGroups(sim)) {
+    for (const group of pollGroups(sim)) {
+      const every = group.every;
       const poll = (): void => {
         let values: Record<string, RawValue>;
         try {
-          values = readDevice(sim, names);
+          values = readGroup(sim, group);
         } catch (err) {
           ctx.sink.failure(id, err as Error);
           return;
@@ -174,7 +238,7 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
         counters.failures++;
         throw timeout(id);
       }
-      for (const { name, value } of values) sim.held.set(name, value);
+      for (const { name, value } of values) (sim.held ??= new Map()).set(name, value);
     },
     inject(id, fault) {
       const sim = simOf(id);
