@@ -4,6 +4,7 @@ import { createSimulatorDriver } from '../../src/drivers/simulator.js';
 import { createGenerator } from '../../src/drivers/simulator/generators.js';
 import { POLL_SLICE_MS } from '../../src/drivers/simulator/poll-ticker.js';
 import type { DriverContext, RawValue } from '../../src/drivers/types.js';
+import type { ResolvedDevice } from '../../src/config/types.js';
 import { systemClock, type Clock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { resolved } from '../helpers/devices.js';
@@ -50,6 +51,52 @@ test('read returns raw values; RW points hold written values, also from the pers
   assert.equal(await driver.read!('d1', ['sp', 'n', 'relay']), { sp: 21.5, n: 42, relay: 1 });
   await driver.write('d1', [{ name: 'sp', value: 19 }]);
   assert.equal(await driver.read!('d1', ['sp']), { sp: 19 });
+});
+
+test('devices of one model share its generators but not what moves: walks, counters and written values are each device\'s own', async () => {
+  const walk = { fn: 'random_walk' as const, min: 0, max: 100, step: 5 };
+  const a = resolved('a', [
+    { name: 'w', sim: walk },
+    { name: 'n', type: 'int', sim: { fn: 'counter', step: 1 } },
+    { name: 'sp', access: 'RW', sim: { fn: 'constant', value: 20 } },
+  ]);
+  // The same model object, as resolveDevices hands every device of a model.
+  const b: ResolvedDevice = { ...a, config: { ...a.config, id: 'b' } };
+  const { ctx } = context(new FakeClock(), { 'a/n': 41 });
+  const driver = createSimulatorDriver(bus, [a, b], ctx);
+  const wa = createGenerator(walk, 'a/w');
+  const wb = createGenerator(walk, 'b/w');
+  for (let i = 0; i < 5; i++) {
+    assert.equal(await driver.read!('a', ['w', 'n']), { w: wa.next(0), n: 42 + i });
+    assert.equal(await driver.read!('b', ['w', 'n']), { w: wb.next(0), n: 1 + i });
+  }
+  await driver.write('a', [{ name: 'sp', value: 19 }]);
+  assert.equal(await driver.read!('a', ['sp']), { sp: 19 });
+  assert.equal(await driver.read!('b', ['sp']), { sp: 20 });
+});
+
+test('poll groups: a point\'s own poll reads it apart; devices of one model with different polls each keep theirs', async () => {
+  const a = resolved('a', [
+    { name: 'x', type: 'int', sim: { fn: 'counter', step: 1 } },
+    { name: 'slow', type: 'int', poll: 10_000, sim: { fn: 'constant', value: 7 } },
+    { name: 'cmd', type: 'int', access: 'W', sim: { fn: 'constant', value: 0 } },
+  ], { poll: 20 });
+  const b: ResolvedDevice = { ...a, config: { ...a.config, id: 'b', poll: 40 } };
+  const { ctx, data } = context(systemClock);
+  const driver = createSimulatorDriver(bus, [a, b], ctx);
+  await driver.start();
+  try {
+    await waitFor(() => data.filter(([id]) => id === 'b').length >= 4, 5000, 'b polled');
+  } finally {
+    await driver.stop();
+  }
+  const of = (id: string) => data.filter(([d]) => d === id).map(([, v]) => Object.keys(v).sort().join());
+  // Each device reads `slow` once at first (its 10 s group), then only `x`; `cmd` (write-only) never.
+  for (const id of ['a', 'b']) {
+    assert.is(of(id).filter((k) => k === 'slow').length, 1, `${id}: slow read once`);
+    assert.ok(of(id).every((k) => k === 'x' || k === 'slow'), `${id}: ${of(id).join(' | ')}`);
+  }
+  assert.ok(of('a').length > of('b').length, `a (20 ms) polled more often than b (40 ms): ${of('a').length} vs ${of('b').length}`);
 });
 
 const waitFor = async (done: () => boolean, ms: number, what: string): Promise<void> => {
