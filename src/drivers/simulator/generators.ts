@@ -1,25 +1,23 @@
 /** Deterministic value generators for simulated points (DESIGN §2 `sim` block). Pure. */
 import type { SimPointBlock } from '../../config/types.js';
 
+/** The walk's first state: FNV-1a of its device and point name. */
 const seedOf = (seedText: string): number => {
   let seed = 2166136261;
   for (let i = 0; i < seedText.length; i++) seed = Math.imul(seed ^ seedText.charCodeAt(i), 16777619);
   return seed;
 };
 
-/** One step of mulberry32 from `seed`: the next seed and a number in [0, 1). */
+/**
+ * mulberry32, a small seeded PRNG, as two steps: the next state, and the number in [0, 1) it gives. The same
+ * device and point walk the same way every run.
+ */
 const mulberryNext = (seed: number): number => (seed + 0x6d2b79f5) | 0;
 const mulberryValue = (seed: number): number => {
   let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
   t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
-
-/** Small seeded PRNG (mulberry32): the same device and point walk the same way every run. */
-export function seededRandom(seedText: string): () => number {
-  let seed = seedOf(seedText);
-  return () => mulberryValue((seed = mulberryNext(seed)));
-}
 
 export interface Generator {
   /** The value the simulated device reports at time `now` (ms); a read advances counters and walks. */
