@@ -127,10 +127,10 @@ export function createSimulatorDriver(bus: BusConfig, devices: readonly Resolved
     const now = ctx.clock.now();
     const out: Record<string, RawValue> = {};
     for (const name of names) {
-      const held = sim.held?.get(name);
       const i = sim.model.index.get(name);
-      if (held !== undefined) out[name] = held;
-      else if (i !== undefined) out[name] = valueAt(sim, i, now);
+      // valueAt looks at the written values itself; a point without a generator can only have been written.
+      const v = i !== undefined ? valueAt(sim, i, now) : sim.held?.get(name);
+      if (v !== undefined) out[name] = v;
     }
     return out;
   };
