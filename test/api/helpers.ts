@@ -14,6 +14,7 @@ import type { DeviceIO, WriteRequest } from '../../src/core/io.js';
 import { Shadow } from '../../src/core/shadow.js';
 import type { PointType, Value } from '../../src/core/types.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { stamp, waitedBetween } from '../helpers/lateness.js';
 
 /** 2024-03-05 06:07:08.000 UTC: fixed so time texts are predictable. */
 export const T0 = Date.UTC(2024, 2, 5, 6, 7, 8);
@@ -189,14 +190,15 @@ export const get = (api: TestApi, path: string, headers?: Record<string, string>
 export const postJson = (api: TestApi, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
   call(api, 'POST', path, { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
 
-export interface RawReply { status: number; headers: Record<string, string>; body: string; raw: string; ms: number }
+/** `waitedMs`: of `ms`, the time this thread (the server's, in these tests) waited for a CPU (helpers/lateness.ts). */
+export interface RawReply { status: number; headers: Record<string, string>; body: string; raw: string; ms: number; waitedMs: number }
 
 /**
  * Writes raw bytes on a fresh socket and reads until the server closes it (or `ms` passes). Returns
  * null when no HTTP response came back at all. `body` may be a generator of further chunks to stream.
  */
 export function rawHttp(port: number, head: string | Buffer, opts: { stream?: Buffer; streamBytes?: number; ms?: number; end?: boolean } = {}): Promise<RawReply | null> {
-  const started = Date.now();
+  const started = stamp();
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -208,7 +210,8 @@ export function rawHttp(port: number, head: string | Buffer, opts: { stream?: Bu
     socket.on('error', () => { /* EPIPE/ECONNRESET while we still stream: expected after a 413 */ });
     socket.on('close', () => {
       clearTimeout(timer);
-      resolve(parseRaw(Buffer.concat(chunks).toString('latin1'), Date.now() - started));
+      const ended = stamp();
+      resolve(parseRaw(Buffer.concat(chunks).toString('latin1'), ended.t - started.t, waitedBetween(started, ended)));
     });
     socket.write(head);
     // Half-close: a server still waiting for more of a request sees the end instead of idling to its timeout.
@@ -227,7 +230,7 @@ export function rawHttp(port: number, head: string | Buffer, opts: { stream?: Bu
   });
 }
 
-function parseRaw(raw: string, ms: number): RawReply | null {
+function parseRaw(raw: string, ms: number, waitedMs: number): RawReply | null {
   const m = /^HTTP\/1\.1 (\d{3}) [^\r\n]*\r\n/.exec(raw);
   if (!m) return null;
   const end = raw.indexOf('\r\n\r\n');
@@ -240,7 +243,7 @@ function parseRaw(raw: string, ms: number): RawReply | null {
   const len = Number(headers['content-length']);
   if (Number.isFinite(len)) body = Buffer.from(body, 'latin1').subarray(0, len).toString('utf8');
   else if (headers['transfer-encoding'] === 'chunked') body = dechunk(body);
-  return { status: Number(m[1]), headers, body, raw, ms };
+  return { status: Number(m[1]), headers, body, raw, ms, waitedMs };
 }
 
 /** Minimal chunked decoding (latin1 in, utf8 out) for the few responses Node frames that way. */

@@ -48,8 +48,11 @@ function send(port: number, pieces: number, gapMs: number, declared: number): Pr
 }
 
 test('a body that flows with gaps shorter than the stall time is read whole', async () => {
-  await withServer(400, async (port) => {
-    assert.is(await send(port, 5, 150, 5 * 1024), 'read 5120');
+  // 800 ms in all, over the 600 ms stall time: only a stall timer restarted by each piece reads it whole. Each
+  // gap leaves 500 ms to spare: a machine that runs this thread that late (a busy job beside the tests)
+  // would cut it off; 150 ms gaps under a 400 ms stall time left 250.
+  await withServer(600, async (port) => {
+    assert.is(await send(port, 8, 100, 8 * 1024), 'read 8192');
   });
 });
 

@@ -102,9 +102,11 @@ test('a blocked event loop stops the pings; they resume when it unblocks', async
   const t0 = Date.now();
   while (Date.now() - t0 < 1200) { /* a handler stuck for 1.2 s: 12 ping intervals */ }
   const t1 = Date.now();
-  // Allow 400 ms for a ping spawned just before the block to write its line.
-  const during = (await calls(s.logFile)).filter((c) => c.args === 'WATCHDOG=1' && c.ms > t0 + 400 && c.ms <= t1);
-  assert.equal(during, [], 'no ping may come from anywhere but the main loop');
+  // One ping spawned just before the block may write its line during it: on a busy machine its process can take
+  // any time to start, so no time allowance for it is safe. One at most is in flight; pings from anywhere but
+  // the main loop would be a dozen here (every 100 ms).
+  const during = (await calls(s.logFile)).filter((c) => c.args === 'WATCHDOG=1' && c.ms > t0 && c.ms <= t1);
+  assert.ok(during.length <= 1, `no ping may come from anywhere but the main loop: ${during.length} during the block`);
   await waitFor(async () => (await calls(s.logFile)).some((c) => c.args === 'WATCHDOG=1' && c.ms > t1), 3000, 'pings to resume');
   sd.close();
 });

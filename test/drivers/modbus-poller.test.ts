@@ -13,7 +13,8 @@ import { PROBE_LINE_SHARE, Poller } from '../../src/drivers/modbus/poller.js';
 import { WireTimeout, type ModbusTransport } from '../../src/drivers/modbus/transport.js';
 import { rtuCostModel } from '../../src/protocol/modbus/wire-cost.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { FakeSink, device, point } from './modbus-rig.js';
+import { watchLateness } from '../helpers/lateness.js';
+import { FakeSink, device, point, waitFor } from './modbus-rig.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -59,9 +60,12 @@ test('a live unit keeps its poll rate while a dead one holds the bus with timeou
   const live = compiled('live', 1, 40);
   await withPoller([live, compiled('dead', 9, 400)], async (_poller, sink) => {
     const t0 = Date.now();
+    const late = watchLateness();
     await sleep(1200);
     const cycles = sink.dataOf('live').filter((e) => e.at >= t0).length;
-    const nominal = Math.floor((Date.now() - t0) / 40);
+    // Of the time the poller's thread could run: what a busy job beside the tests kept it from a CPU at the end
+    // of the window is not made up yet (23 of 30 seen), and is no stall of the bus.
+    const nominal = Math.floor(late.ownMs / 40);
     console.log(`  live unit: ${cycles} cycles of ${nominal} while the dead one stalled the bus ${sink.failuresOf('dead').length} times`);
     assert.ok(sink.failuresOf('dead').length >= 2, 'the dead unit did stall the bus');
     assert.ok(cycles >= 0.9 * nominal, `${cycles} of ${nominal} cycles`);
@@ -84,11 +88,12 @@ test('dead units are probed once per poll interval, within a quarter of the line
 test('a link that comes back is polled at once, not a poll interval later', async () => {
   const d = compiled('d', 1, 60_000);
   await withPoller([d], async (poller, sink) => {
-    await sleep(50);
-    assert.is(sink.dataOf('d').length, 1);
+    // Waited for, not slept on: a few seconds at most on a loaded machine is still far from the 60 s interval.
+    await waitFor('the first poll', () => sink.dataOf('d').length === 1, 5000);
     poller.linkUp();
+    await waitFor('the poll at once', () => sink.dataOf('d').length === 2, 5000);
     await sleep(50);
-    assert.is(sink.dataOf('d').length, 2);
+    assert.is(sink.dataOf('d').length, 2, 'once');
   });
 });
 

@@ -14,8 +14,14 @@ export function cli(args: string[], env: NodeJS.ProcessEnv = {}, nodeArgs: strin
   return child;
 }
 
+/**
+ * A start through tsx takes 1-4 s at rest; beside a busy job (a CI build, make test on 2 cores) several times
+ * that. These bound waits only, so they are generous.
+ */
+const START_MS = 60_000;
+
 /** Runs to completion (with a timeout) and returns exit code and output. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = START_MS): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = cli(args, env);
   let stdout = '';
   let stderr = '';
@@ -34,10 +40,10 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 
 }
 
 /** Waits for the JSON "ready" line of `run` and returns the HTTP port. */
-export function waitReady(child: ChildProcess, timeoutMs = 20_000): Promise<number> {
+export function waitReady(child: ChildProcess, timeoutMs = START_MS): Promise<number> {
   return new Promise((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error('gateway not ready in time')), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`gateway not ready in ${timeoutMs} ms`)), timeoutMs);
     const onData = (d: Buffer): void => {
       buf += d.toString();
       const line = buf.split('\n').find((l) => l.includes('"msg":"ready"'));

@@ -30,6 +30,28 @@ test('verdicts: a flat series passes, a drifting one misses', () => {
   assert.is(judgeEld([{ eld: { p99: 0, max: 0 } }, { eld: { p99: 5, max: 9 } }]).n, 1, 'zeros: no window completed yet');
 });
 
+test('verdicts: a p99 grown as much as the machine stretched the loop passes; grown beyond that it misses', () => {
+  // 10 windows sampled every 5 s; the gateway's loop on a CPU a quarter of the time. From halfway another job
+  // takes as much CPU from it as it gets (its loop twice as long on the wall, busy half the time): 29 -> 59 ms,
+  // the tracker's case; turns twice as long, and a loop half busy delays a timer 1.5 times as much again.
+  const loaded = (i: number): boolean => i >= 10;
+  const run = (p99s: (i: number) => number, busy: (i: number) => boolean) => {
+    let runMs = 0;
+    let waitMs = 0;
+    return judgeEld(Array.from({ length: 20 }, (_, i) => {
+      runMs += 1250;
+      if (busy(i)) waitMs += 1250;
+      const p99 = p99s(i >> 1) + (i >> 1) / 100; // each window its own figures (equal ones read as one window)
+      return { t: 5 * (i + 1), eld: { p99, max: p99 + 5 }, sched: { runMs, waitMs } };
+    }));
+  };
+  const tracker = (w: number): number => (w < 5 ? 29 : 59);
+  assert.ok(run(tracker, loaded).ok, 'doubled with the loop twice as long: the machine, not the gateway');
+  assert.not.ok(run(tracker, () => false).ok, 'doubled on a machine at rest: the gateway');
+  assert.not.ok(run((w) => (w < 5 ? 29 : 150), loaded).ok, 'more than the stretch explains (bound 3 × 43.5 ms)');
+  assert.ok(run((w) => (w < 5 ? 59 : 29), (i) => i < 10).ok, 'a machine quieter at the end never narrows the bound below the goal');
+});
+
 test('a soak without its load (a capacity of 0 measured) is a MISS, not a pass', () => {
   const sample = (t: number, k: number): Sample => ({
     t, rss: 200 * MiB, fds: 40, cpu: t / 2, loadCpu: t / 4, heapUsed: 60 * MiB, heapTotal: 70 * MiB, eld: { p99: 5 + (k % 2), max: 9 + k },
@@ -55,6 +77,16 @@ test('a soak without its load (a capacity of 0 measured) is a MISS, not a pass',
   const stuck = soakRow({ ...slow, sets: { ...slow.sets, ok: 400, inFlight: 32, behind: 368 } });
   assert.not.ok(stuck.ok);
   assert.match(stuck.note ?? '', 'load not served');
+  // Half the REST target served: a miss on a machine as quiet as when the capacity was taken; served when a job
+  // started beside the soak has since doubled the loop's time on the wall (half the CPU left: half owed).
+  const withLoop = (r: SoakRun, stretch: number): SoakRun => ({
+    ...r, capacity: { ...r.capacity, stretch: 1 },
+    first: { ...r.first, sched: { runMs: 0, waitMs: 0 } },
+    samples: r.samples.map((x) => ({ ...x, sched: { runMs: 500 * x.t, waitMs: 500 * x.t * (stretch - 1) } })),
+  });
+  const half = { ...run(100), rest: { ...run(100).rest, ok: 25_000 } };
+  assert.not.ok(soakRow(withLoop(half, 1)).ok, 'half the target on a quiet machine');
+  assert.ok(soakRow(withLoop(half, 2)).ok, soakRow(withLoop(half, 2)).note);
 });
 
 test('the gateway runs with the node flags and the environment of the systemd unit', () => {

@@ -19,6 +19,11 @@ export interface Sample {
   historyDropped: number;
   /** MQTT events + states published by the exporter so far. */
   exported: number;
+  /**
+   * The gateway's main thread (its event loop) so far, ms: time on a CPU and time ready but waiting for one
+   * (/proc/PID/schedstat; null where the kernel does not say).
+   */
+  sched?: { runMs: number; waitMs: number } | null;
 }
 
 /**
@@ -52,7 +57,14 @@ export interface RssVerdict {
   /** Median of the first and of the last fifth: a creeping baseline shows here even between spikes. */
   firstMedian: number; lastMedian: number;
 }
-export interface EldVerdict { ok: boolean; n: number; first: number; last: number; maxP99: number; max: number }
+/**
+ * `stretchFirst`/`stretchLast`: wall time over CPU time of the gateway's event loop in those windows (1: it never
+ * waited for a CPU); `busy`: its own CPU share of the first windows' wall time; `bound`: what `last` was held to.
+ */
+export interface EldVerdict {
+  ok: boolean; n: number; first: number; last: number; maxP99: number; max: number;
+  stretchFirst: number; stretchLast: number; busy: number; bound: number;
+}
 export interface FdVerdict { ok: boolean; min: number; max: number }
 
 /** Samples after the warm-up (the first GOAL.warmup of the run). */
@@ -70,23 +82,72 @@ export function judgeRss(samples: readonly Pick<Sample, 't' | 'rss'>[]): RssVerd
   return { ok: n >= 2 && band <= GOAL.rssBand, n, mean, min, max, band, mbPerHour, firstMedian: median(rss.slice(0, k)), lastMedian: median(rss.slice(-k)) };
 }
 
+/** The gateway's event-loop window, s (src/runtime/event-loop.ts). */
+const ELD_WINDOW_S = 10;
+
+type EldSample = Pick<Sample, 'eld'> & Partial<Pick<Sample, 't' | 'sched'>>;
+
+/** The gateway's loop between two samples: its CPU share of the wall time, and (run + wait) / run. */
+export interface LoopLoad { busy: number; stretch: number }
+
+/** `from` → `to` (seconds, schedstat ms); stretch 1 where the kernel does not say or the loop hardly ran. */
+export function loopLoad(from: Partial<Pick<Sample, 't' | 'sched'>> | undefined, to: Partial<Pick<Sample, 't' | 'sched'>> | undefined): LoopLoad {
+  const wallMs = 1000 * ((to?.t ?? NaN) - (from?.t ?? NaN));
+  if (!from?.sched || !to?.sched || !(wallMs > 0)) return { busy: NaN, stretch: 1 };
+  const run = to.sched.runMs - from.sched.runMs;
+  const wait = to.sched.waitMs - from.sched.waitMs;
+  // Under 1% of a core: too little CPU time for a ratio to mean anything.
+  return { busy: run / wallMs, stretch: run > wallMs / 100 && wait >= 0 ? (run + wait) / run : 1 };
+}
+
+/** The loop's load over the window that ended at `all[i]` (from the last sample a window or more before it). */
+function loadAt(all: readonly EldSample[], i: number): LoopLoad {
+  const to = all[i];
+  if (!to) return { busy: NaN, stretch: 1 };
+  let j = i - 1;
+  while (j > 0 && all[j]!.t! > to.t! - ELD_WINDOW_S) j--;
+  return loopLoad(all[j], to);
+}
+
+/** Past this share of the wall time running or waiting to run, a loop's delays are taken as unbounded. */
+const SATURATED = 0.95;
+
+/**
+ * How much longer the same loop's delays are when the machine stretched it from `stretchFirst` to `stretchLast`
+ * (another job, a CI build beside the soak, taking CPU from it; a machine loaded from halfway through turned a
+ * 29 ms p99 into 59 ms with no change in the gateway). Every turn lasts that much longer, and a loop busy a
+ * share ρ of the time delays a timer by about a turn / (1 − ρ), ρ growing with the stretch: the gateway's own
+ * share (`busy`, the first windows') is held fixed, so a gateway that got busier by itself widens nothing.
+ */
+function machineFactor(busy: number, stretchFirst: number, stretchLast: number): number {
+  if (!(stretchLast > stretchFirst) || !Number.isFinite(busy)) return 1;
+  const rho = (s: number): number => Math.min(SATURATED, busy * s);
+  return (stretchLast / stretchFirst) * ((1 - rho(stretchFirst)) / (1 - rho(stretchLast)));
+}
+
 /**
  * The gateway's 10 s windows as sampled (a window read twice counts once). Steady: the last fifth of the
- * windows (at least one) against the first fifth, each as the median of its windows' p99.
+ * windows (at least one) against the first fifth, each as the median of its windows' p99; the bound widened
+ * by what the machine took from the loop in the last fifth beyond the first (machineFactor; never narrowed).
+ * `all`: every sample, the warm-up's too, to look back a window from the first judged one.
  */
-export function judgeEld(samples: readonly Pick<Sample, 'eld'>[]): EldVerdict {
-  const windows: { p99: number; max: number }[] = [];
+export function judgeEld(samples: readonly EldSample[], all: readonly EldSample[] = samples): EldVerdict {
+  const windows: ({ p99: number; max: number } & LoopLoad)[] = [];
   for (const s of samples) {
     const prev = windows.at(-1);
     // max 0: no window completed yet (the gateway reports zeros until its first 10 s are over).
-    if (s.eld && s.eld.max > 0 && !(prev && prev.p99 === s.eld.p99 && prev.max === s.eld.max)) windows.push(s.eld);
+    if (s.eld && s.eld.max > 0 && !(prev && prev.p99 === s.eld.p99 && prev.max === s.eld.max)) windows.push({ ...s.eld, ...loadAt(all, all.indexOf(s)) });
   }
   const n = windows.length;
   const k = Math.max(1, Math.round(n * 0.2));
   const first = median(windows.slice(0, k).map((w) => w.p99));
   const last = median(windows.slice(-k).map((w) => w.p99));
+  const stretchFirst = median(windows.slice(0, k).map((w) => w.stretch));
+  const stretchLast = median(windows.slice(-k).map((w) => w.stretch));
+  const busy = median(windows.slice(0, k).map((w) => w.busy).filter(Number.isFinite)); // NaN: no sample a window before
+  const bound = Math.max(GOAL.eldGrowth * first, first + GOAL.eldFloorMs) * machineFactor(busy, stretchFirst, stretchLast);
   return {
-    ok: n >= 2 && last <= Math.max(GOAL.eldGrowth * first, first + GOAL.eldFloorMs), n, first, last,
+    ok: n >= 2 && last <= bound, n, first, last, stretchFirst, stretchLast, busy, bound,
     maxP99: Math.max(...windows.map((w) => w.p99)), max: Math.max(...windows.map((w) => w.max)),
   };
 }

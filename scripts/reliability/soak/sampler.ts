@@ -13,6 +13,16 @@ function cpuOf(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
+/** The main thread's (the event loop's) time on a CPU and waiting for one so far, ms (/proc/PID/task/PID/schedstat). */
+export function schedOf(pid: number): Sample['sched'] {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return Number.isFinite(run) && Number.isFinite(wait) ? { runMs: run! / 1e6, waitMs: wait! / 1e6 } : null;
+  } catch {
+    return null; // a kernel without schedstat: the verdict takes the machine as unloaded
+  }
+}
+
 function ownCpu(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
@@ -26,7 +36,7 @@ interface SystemData {
 }
 
 export async function takeSample(pid: number, httpPort: number, t: number): Promise<Sample> {
-  const proc = { rss: rssOf(pid), fds: readdirSync(`/proc/${pid}/fd`).length, cpu: cpuOf(pid), loadCpu: ownCpu() };
+  const proc = { rss: rssOf(pid), fds: readdirSync(`/proc/${pid}/fd`).length, cpu: cpuOf(pid), loadCpu: ownCpu(), sched: schedOf(pid) };
   const res = await fetch(`http://127.0.0.1:${httpPort}/api/v1/system`, { signal: AbortSignal.timeout(10_000) });
   const d = ((await res.json()) as { data: SystemData }).data;
   return {
