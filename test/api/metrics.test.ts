@@ -16,12 +16,14 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
 import { waitFor } from '../helpers/http.js';
+import { needs, peerHook } from '../helpers/peers.js';
 
 const PROMTOOL = '/usr/bin/promtool';
 const promtoolMissing = spawnSync(PROMTOOL, ['--version']).status === 0 ? null : `${PROMTOOL} is missing (apt-get install prometheus; make test installs it)`;
 const why = rigUnavailable();
-if (why) console.log(`SKIP: metrics over a Modbus bus: ${why}`);
-if (promtoolMissing) console.log(`SKIP: promtool checks: ${promtoolMissing}`);
+const rigTest = needs(why, 'metrics over a Modbus bus');
+const promtoolTest = needs(promtoolMissing, 'promtool checks');
+const scrapeLintTest = needs(why ?? promtoolMissing, 'promtool check of a real scrape');
 
 /** `promtool check metrics` on the text: its findings (empty when clean). */
 function promtool(text: string): Promise<{ status: number | null; findings: string }> {
@@ -47,8 +49,7 @@ let rig: Rig | undefined;
 let gw: Gateway | undefined;
 let dir = '';
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   rig = new Rig('1');
   await rig.start();
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-metrics-'));
@@ -70,7 +71,7 @@ test.before(async () => {
     ],
   };
   gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
-});
+}));
 test.after(async () => {
   await gw?.stop();
   await rig?.stop();
@@ -84,8 +85,7 @@ const scrape = async (): Promise<string> => {
   return res.text();
 };
 
-test('a real scrape passes promtool check metrics', async () => {
-  if (why || promtoolMissing) return;
+scrapeLintTest('a real scrape passes promtool check metrics', async () => {
   await waitFor(() => gw!.shadow.GetDeviceStatus('m1') && gw!.shadow.GetDeviceStatus('m1b') && gw!.shadow.GetDeviceStatus('t1'), 8000, 'devices online');
   const text = await scrape();
   const r = await promtool(text);
@@ -99,8 +99,7 @@ test('a real scrape passes promtool check metrics', async () => {
   assert.is((text.match(/^# HELP /gm) ?? []).length, (text.match(/^# TYPE /gm) ?? []).length, 'HELP on every metric');
 });
 
-test('per-device gauges carry device, bus and unit; Modbus unit counters are per unit', async () => {
-  if (why) return;
+rigTest('per-device gauges carry device, bus and unit; Modbus unit counters are per unit', async () => {
   await waitFor(() => gw!.shadow.GetDeviceStatus('m1') && gw!.shadow.GetDeviceStatus('m1b'), 8000, 'devices online');
   // m9's unit never answers: wait until its polls have failed at least once.
   await waitFor(async () => (samples(await scrape(), 'shadowgate_modbus_unit_timeouts_total').get('{bus="rs485",unit="9"}') ?? 0) > 0, 8000, 'unit 9 timeouts');
@@ -130,20 +129,24 @@ test('per-device gauges carry device, bus and unit; Modbus unit counters are per
   assert.is(samples(text, 'shadowgate_bus_info').get('{bus="rs485",driver="modbus-rtu"}'), 1);
 });
 
-test('an extra collector adds its own metrics (as a server\'s per-client figures would)', async () => {
-  const shadow = new Shadow({ maxDevices: 4, maxPoints: 8, defaultTtl: 60_000, clock: { now: () => 0, mono: () => 0 } });
+const shadow = new Shadow({ maxDevices: 4, maxPoints: 8, defaultTtl: 60_000, clock: { now: () => 0, mono: () => 0 } });
+/** The text of an empty shadow with a part's figures and an extra collector, as a server's per-client figures would add. */
+function withCollector(): Promise<string> {
   const clients: Collector = (sink) => {
     const requests = sink.counter('shadowgate_modbus_server_requests_total', 'Requests served to Modbus TCP clients.', ['client']);
     requests(12, { client: '10.0.0.5' });
     requests(3, { client: '10.0.0.6' });
   };
-  const text = await renderMetrics({ shadow, persist: {}, buses: {}, parts: { door: { openConnections: 2, lastRequestMs: 4 } } }, [clients]);
+  return renderMetrics({ shadow, persist: {}, buses: {}, parts: { door: { openConnections: 2, lastRequestMs: 4 } } }, [clients]);
+}
+
+test('an extra collector adds its own metrics (as a server\'s per-client figures would)', async () => {
+  const text = await withCollector();
   assert.match(text, /^# HELP shadowgate_modbus_server_requests_total Requests served to Modbus TCP clients\.$/m);
   assert.match(text, /^shadowgate_modbus_server_requests_total\{client="10\.0\.0\.5"\} 12$/m);
   // A part's figures not described yet still show, as gauges in base units.
   assert.match(text, /^shadowgate_door_open_connections 2$/m);
   assert.match(text, /^shadowgate_door_last_request_seconds 0\.004$/m);
-  if (!promtoolMissing) assert.is((await promtool(text)).findings, '');
   const bad: Collector = (sink) => sink.counter('shadowgate_oops', 'a counter without _total')(1);
   try {
     await renderMetrics({ shadow, persist: {}, buses: {}, parts: {} }, [bad]);
@@ -151,6 +154,10 @@ test('an extra collector adds its own metrics (as a server\'s per-client figures
   } catch (err) {
     assert.match(String(err), /must end in _total/);
   }
+});
+
+promtoolTest('an extra collector\'s metrics pass promtool check metrics', async () => {
+  assert.is((await promtool(await withCollector())).findings, '');
 });
 
 test.run();

@@ -14,6 +14,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { createUpdates } from '../../src/runtime/update-service.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { waitFor } from '../helpers/http.js';
+import { needs } from '../helpers/peers.js';
 import { tmpfsUnavailable, withTmpfs } from '../helpers/tmpfs.js';
 import { fakeBundle, updateSandbox } from '../helpers/update-sandbox.js';
 import { call, get, withApi, type TestApi } from './helpers.js';
@@ -122,7 +123,7 @@ test('a body that is no RAUC bundle is refused with 400 and nothing is written',
 });
 
 const why = tmpfsUnavailable();
-if (why) console.log(`SKIP: update bundle larger than the free space: ${why}`);
+const rootTest = needs(why, 'update bundle larger than the free space');
 
 /** POST over node:http: `declared` as Content-Length, or chunked without one; the answer as it came. */
 function postRaw(api: TestApi, body: Buffer, declared: number | undefined): Promise<{ status: number; text: string }> {
@@ -140,8 +141,7 @@ function postRaw(api: TestApi, body: Buffer, declared: number | undefined): Prom
   });
 }
 
-test('a bundle larger than the free space of data_dir less 32 MB is refused, announced or not; one that fits is taken', async () => {
-  if (why) return;
+rootTest('a bundle larger than the free space of data_dir less 32 MB is refused, announced or not; one that fits is taken', async () => {
   // 48 MB of tmpfs: 16 MB may be used.
   await withTmpfs('48m', async (small) => {
     dataDir = small;

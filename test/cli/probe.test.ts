@@ -9,11 +9,11 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { killAll, runCli } from '../helpers/spawn.js';
 
 const missing = rigUnavailable();
-const rigTest = missing ? test.skip : test;
-if (missing) console.log(`SKIP: probe rig tests: ${missing}`);
+const rigTest = needs(missing, 'probe rig tests');
 
 let rig: Rig | null = null;
 let dir = '';
@@ -50,7 +50,9 @@ const WRONG = {
 test.before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-probe-'));
   sdm120 = JSON.parse(await readFile('board/models/eastron-sdm120.json', 'utf8')) as typeof sdm120;
-  if (missing) return;
+});
+// uvu runs hooks in order: the temp dir exists when this one writes the config into it.
+test.before(peerHook(missing, async () => {
   rig = new Rig('1,2');
   await rig.start();
   config = path.join(dir, 'config.json');
@@ -61,7 +63,7 @@ test.before(async () => {
     ],
     models: { 'rig-wrong': WRONG },
   }));
-});
+}));
 test.after(async () => {
   killAll();
   await rig?.stop();

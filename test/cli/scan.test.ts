@@ -9,11 +9,11 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { cli, exited, killAll, runCli, waitReady } from '../helpers/spawn.js';
 
 const missing = rigUnavailable();
-const rigTest = missing ? test.skip : test;
-if (missing) console.log(`SKIP: scan --port rig tests: ${missing}`);
+const rigTest = needs(missing, 'scan --port rig tests');
 
 let rig: Rig | null = null;
 let dir = '';
@@ -22,10 +22,11 @@ const NO_CONFIG = { SHADOWGATE_CONFIG: '/nonexistent/shadowgate-scan-test.json' 
 
 test.before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-scan-'));
-  if (missing) return;
+});
+test.before(peerHook(missing, async () => {
   rig = new Rig('1,2');
   await rig.start();
-});
+}));
 test.after(async () => {
   killAll();
   await rig?.stop();

@@ -15,11 +15,12 @@ import * as assert from 'uvu/assert';
 import { freePort } from '../drivers/modbus-rig.js';
 import { call } from '../helpers/http.js';
 import { listBackup } from '../helpers/backup.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { cli, killAll, waitReady } from '../helpers/spawn.js';
 import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable();
-if (why) console.log(`SKIP: backup console: ${why}`);
+const browserTest = needs(why, 'backup console');
 
 let browser: Browser | undefined;
 let dir = '';
@@ -50,11 +51,10 @@ async function supervise(id: string, port: number): Promise<{ starts: () => numb
   return { starts: () => starts };
 }
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   browser = await launch();
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-backup-console-'));
-});
+}));
 test.after(async () => {
   stopped = true;
   killAll();
@@ -62,8 +62,7 @@ test.after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-test('download a backup of A, restore it into B from the page, refuse a foreign file, reset B with its id typed', async () => {
-  if (why) return;
+browserTest('download a backup of A, restore it into B from the page, refuse a foreign file, reset B with its id typed', async () => {
   const [portA, portB] = [await freePort(), await freePort()];
   for (const [id, devices] of [['gw-a', [{ id: 'from-a', model: 'm', bus: 'sim' }]], ['gw-b', [{ id: 'own-b', model: 'm', bus: 'sim' }]]] as const) {
     await mkdir(path.join(dir, id), { recursive: true });

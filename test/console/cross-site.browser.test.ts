@@ -18,10 +18,11 @@ import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { call, waitFor } from '../helpers/http.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { browserUnavailable, CHROMIUM } from './helpers.js';
 
 const why = browserUnavailable();
-if (why) console.log(`SKIP: cross-site browser tests: ${why}`);
+const browserTest = needs(why, 'cross-site browser tests');
 
 /** The attacker's page: every kind of write a page can make without the gateway's consent. */
 const attackPage = (gw: string): string => `<!doctype html><html><body>
@@ -73,8 +74,7 @@ let gw: Gateway | undefined;
 let attacker: http.Server | undefined;
 let dir = '';
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-xsite-'));
   const raw = rawConfig(dir);
   gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
@@ -85,7 +85,7 @@ test.before(async () => {
   await new Promise<void>((resolve) => attacker!.listen(0, '127.0.0.1', resolve));
   // evil.test resolves to this machine: a page of another site that can reach the gateway (a LAN address).
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--host-resolver-rules=MAP evil.test 127.0.0.1'], timeout: 30_000 });
-});
+}));
 test.after(async () => {
   await browser?.close();
   await new Promise<void>((resolve) => (attacker ? attacker.close(() => resolve()) : resolve()));
@@ -96,8 +96,7 @@ test.after(async () => {
 const setpoint = (): unknown => gw!.shadow.GetDevicePoint('t1', 'setpoint');
 
 for (const [name, host] of [['another site (evil.test)', 'evil.test'], ['same site, another port (127.0.0.1)', '127.0.0.1']] as const) {
-  test(`a page of ${name} cannot write to a gateway without token: fetch, form POSTs, <img>; nothing changes`, async () => {
-    if (why) return;
+  browserTest(`a page of ${name} cannot write to a gateway without token: fetch, form POSTs, <img>; nothing changes`, async () => {
     await waitFor(() => setpoint() === 21.5, 5000, 'first poll');
     const versions = (await call<unknown[]>(gw!.httpPort, '/api/v1/config/versions')).body.data!.length;
     const page = await browser!.newPage();
@@ -134,8 +133,7 @@ for (const [name, host] of [['another site (evil.test)', 'evil.test'], ['same si
   });
 }
 
-test('the gateway\'s own page writes with the same requests (JSON fetch and <img>), and a typed URL works', async () => {
-  if (why) return;
+browserTest('the gateway\'s own page writes with the same requests (JSON fetch and <img>), and a typed URL works', async () => {
   const base = `http://127.0.0.1:${gw!.httpPort}`;
   const page = await browser!.newPage();
   page.setDefaultTimeout(8000);

@@ -15,20 +15,20 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { readActiveConfig } from '../../src/runtime/config-store.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { call, waitFor } from '../helpers/http.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable();
-if (why) console.log(`SKIP: file drift banner: ${why}`);
+const browserTest = needs(why, 'file drift banner');
 
 let browser: Browser | undefined;
 let dir = '';
 let gw: Gateway | undefined;
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   browser = await launch();
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-drift-console-'));
-});
+}));
 test.after(async () => {
   await gw?.stop();
   await browser?.close();
@@ -51,8 +51,7 @@ async function start(fileText: string): Promise<Gateway> {
   return startGateway(validateConfig(use, { env: {} }), { log: silentLogger, raw: use, fileText });
 }
 
-test('the banner says what the edited file undid, and one click returns to the console\'s version', async () => {
-  if (why) return;
+browserTest('the banner says what the edited file undid, and one click returns to the console\'s version', async () => {
   const dataDir = path.join(dir, 'data');
   gw = await start(JSON.stringify(fileConfig(dataDir, [])));
   const added = await call(gw.httpPort, '/api/v1/config/device?id=d2', {

@@ -16,12 +16,13 @@ import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { haLike, type HaLike } from '../export/ha-like.js';
+import { needs } from '../helpers/peers.js';
 import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable();
-if (why) console.log(`SKIP: Home Assistant page browser test: ${why}`);
+const browserTest = needs(why, 'Home Assistant page browser test');
 
-(why ? test.skip : test)('Home Assistant page: broker and login, then HA seen with the configs sent, live', async () => {
+browserTest('Home Assistant page: broker and login, then HA seen with the configs sent, live', async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-ha-page-'));
   const raw = {
     gateway: { id: 'gw', data_dir: dir, log_level: 'silent' },

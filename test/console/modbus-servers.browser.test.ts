@@ -18,12 +18,13 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { freePort } from '../drivers/modbus-rig.js';
 import { RawModbusClient, read } from '../helpers/modbus-tcp-client.js';
+import { needs } from '../helpers/peers.js';
 import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable();
-if (why) console.log(`SKIP: Modbus servers console test: ${why}`);
+const browserTest = needs(why, 'Modbus servers console test');
 
-(why ? test.skip : test)('Buses page: a Modbus server\'s clients and per-unit requests, hits, misses, exceptions; a server that did not start', async () => {
+browserTest('Buses page: a Modbus server\'s clients and per-unit requests, hits, misses, exceptions; a server that did not start', async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-servers-page-'));
   const holder = createServer();
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));

@@ -18,11 +18,12 @@ import { readModelLibrary } from '../../src/config/models.js';
 import type { Gateway } from '../../src/gateway.js';
 import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
 import { waitFor } from '../helpers/http.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { rawConfig, start } from './fixtures.js';
 import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable() ?? rigUnavailable();
-if (why) console.log(`SKIP: console real-device tests: ${why}`);
+const browserTest = needs(why, 'console real-device tests');
 const require = createRequire(import.meta.url);
 
 let browser: Browser | undefined;
@@ -55,12 +56,11 @@ async function seriousAxe(page: Page): Promise<string[]> {
   });
 }
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   rig = new Rig('1,2');
   await rig.start();
   browser = await launch();
-});
+}));
 test.after(async () => {
   await browser?.close();
   await rig?.stop();
@@ -74,8 +74,7 @@ test.after.each(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-test('no view scrolls sideways at 375 or 1280 px with the whole library and a Modbus bus chosen', async () => {
-  if (why) return;
+browserTest('no view scrolls sideways at 375 or 1280 px with the whole library and a Modbus bus chosen', async () => {
   gw = await start(realConfig());
   const base = `http://127.0.0.1:${gw.httpPort}`;
   const modbusModels = Object.values(readModelLibrary().models).filter((m) => JSON.stringify(m.raw).includes('"modbus"')).length;
@@ -104,8 +103,7 @@ test('no view scrolls sideways at 375 or 1280 px with the whole library and a Mo
   }
 });
 
-test('Plot on a point at the end of the 36-point meter is scrolled into view', async () => {
-  if (why) return;
+browserTest('Plot on a point at the end of the 36-point meter is scrolled into view', async () => {
   gw = await start(realConfig());
   const { page, problems } = await openPage(browser!, `http://127.0.0.1:${gw.httpPort}/#/device/sdm`, { width: 1280, height: 800 });
   try {
@@ -123,8 +121,7 @@ test('Plot on a point at the end of the 36-point meter is scrolled into view', a
   }
 });
 
-test('a test read shows values with units and flags the implausible ones, as probe does (375 px, no sideways scroll)', async () => {
-  if (why) return;
+browserTest('a test read shows values with units and flags the implausible ones, as probe does (375 px, no sideways scroll)', async () => {
   gw = await start(realConfig());
   const { page, problems } = await openPage(browser!, `http://127.0.0.1:${gw.httpPort}/#/add`, { width: 375, height: 800 });
   try {
@@ -152,8 +149,7 @@ test('a test read shows values with units and flags the implausible ones, as pro
   }
 });
 
-test('a coil is a switch: a click writes it and the read-back shows; read-only inputs get none', async () => {
-  if (why) return;
+browserTest('a coil is a switch: a click writes it and the read-back shows; read-only inputs get none', async () => {
   gw = await start(realConfig());
   const g = gw;
   const { page, problems } = await openPage(browser!, `http://127.0.0.1:${g.httpPort}/#/device/io`);
@@ -176,8 +172,7 @@ test('a coil is a switch: a click writes it and the read-back shows; read-only i
   }
 });
 
-test('a device description is shown in the list and on its page, and edited from the page', async () => {
-  if (why) return;
+browserTest('a device description is shown in the list and on its page, and edited from the page', async () => {
   gw = await start(realConfig());
   const g = gw;
   const base = `http://127.0.0.1:${g.httpPort}`;
@@ -205,8 +200,7 @@ test('a device description is shown in the list and on its page, and edited from
   }
 });
 
-test('a scan of ids 1-10 from the page shows as scan probes on the Buses page, not as timeouts', async () => {
-  if (why) return;
+browserTest('a scan of ids 1-10 from the page shows as scan probes on the Buses page, not as timeouts', async () => {
   gw = await start(realConfig());
   const base = `http://127.0.0.1:${gw.httpPort}`;
   const { page, problems } = await openPage(browser!, `${base}/#/add`);
@@ -229,8 +223,7 @@ test('a scan of ids 1-10 from the page shows as scan probes on the Buses page, n
   }
 });
 
-test('a change that needs a restart comes with a restart button, on the Configuration and System pages', async () => {
-  if (why) return;
+browserTest('a change that needs a restart comes with a restart button, on the Configuration and System pages', async () => {
   let restarts = 0;
   const raw = realConfig();
   gw = await start(raw, JSON.stringify(raw), { restart: () => restarts++ });

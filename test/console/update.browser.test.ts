@@ -14,20 +14,20 @@ import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { waitFor } from '../helpers/http.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { cli, killAll, waitReady } from '../helpers/spawn.js';
 import { browserUnavailable, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable();
-if (why) console.log(`SKIP: update console: ${why}`);
+const browserTest = needs(why, 'update console');
 
 let browser: Browser | undefined;
 let dir = '';
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   browser = await launch();
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-update-console-'));
-});
+}));
 test.after(async () => {
   killAll();
   await browser?.close();
@@ -42,8 +42,7 @@ async function writeStatus(dataDir: string, status: Record<string, unknown>): Pr
 
 const card = (page: Page) => page.locator('.system-update');
 
-test('refuse a file that is no bundle; upload a bundle with progress; follow the install to its failure, shown after a reload', async () => {
-  if (why) return;
+browserTest('refuse a file that is no bundle; upload a bundle with progress; follow the install to its failure, shown after a reload', async () => {
   const dataDir = path.join(dir, 'data');
   await writeFile(path.join(dir, 'system.conf'), '[system]\ncompatible=shadowgate-test\n');
   await writeFile(path.join(dir, 'config.json'), JSON.stringify({

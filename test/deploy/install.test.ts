@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { needs } from '../helpers/peers.js';
 import { run, which } from './run.js';
 
 const SCRIPT = path.resolve('scripts/install.sh');
@@ -44,22 +45,18 @@ async function newRoot(): Promise<string> {
 const install = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   run('sh', [SCRIPT, '--from', from, ...args], { NODE: process.execPath, DESTDIR: '', ...env });
 
-test('shellcheck finds nothing in the shell scripts', async () => {
-  if (!shellcheck) {
-    console.log('SKIP: shellcheck is not installed (Debian package shellcheck)');
-    return;
-  }
+const shellcheckTest = needs(shellcheck ? null : 'shellcheck is not installed (Debian package shellcheck)', 'shellcheck');
+shellcheckTest('shellcheck finds nothing in the shell scripts', async () => {
   // Every shell script we ship or build with, the image's own helpers included.
   const scripts = ['scripts/install.sh', 'scripts/dist.sh', 'scripts/build-image.sh', 'scripts/image-test.sh', 'scripts/build-bundle.sh',
     'scripts/image/host-deps.sh', 'scripts/image/signing.sh', 'scripts/image/base/etc/initramfs-tools/hooks/shadowgate-growdata',
     'scripts/image/base/etc/initramfs-tools/scripts/local-premount/shadowgate-growdata', ...(await readdir('scripts/image/rootfs/usr/lib/shadowgate')).map((f) => `scripts/image/rootfs/usr/lib/shadowgate/${f}`)];
   assert.ok(scripts.length >= 9, scripts.join(' '));
-  const r = await run(shellcheck, ['-x', ...scripts]);
+  const r = await run(shellcheck!, ['-x', ...scripts]);
   assert.is(r.code, 0, r.stdout + r.stderr);
 });
 
-const withSysusers = sysusers ? test : test.skip;
-if (!sysusers) console.log('SKIP: install into a temp root: systemd-sysusers is missing (Debian package systemd)');
+const withSysusers = needs(sysusers ? null : 'systemd-sysusers is missing (Debian package systemd)', 'install into a temp root');
 
 withSysusers('install into a temp root lays out app, unit, user, udev rule, config; twice; then uninstall', async () => {
   const root = await newRoot();

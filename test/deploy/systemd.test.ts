@@ -10,38 +10,33 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { needs, peerHook } from '../helpers/peers.js';
 import { run, which } from './run.js';
 
 const UNIT = path.resolve('systemd/shadowgate.service');
 const analyze = await which('systemd-analyze');
 const units = ['/usr/lib/systemd/system', '/lib/systemd/system'].find((d) => existsSync(path.join(d, 'multi-user.target')));
+const why = analyze && units ? null : 'systemd-analyze or the stock systemd units are missing (Debian package systemd)';
+const systemdTest = needs(why, 'systemd-analyze checks');
 let dir = '';
 let root = '';
 
 test.before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-systemd-'));
   root = path.join(dir, 'root');
-  if (!analyze || !units) return;
+});
+test.before(peerHook(why, async () => {
   await mkdir(path.join(root, 'usr/bin'), { recursive: true });
   await mkdir(path.join(root, 'usr/lib/systemd'), { recursive: true });
   await mkdir(path.join(root, 'etc/systemd/system'), { recursive: true });
-  await cp(units, path.join(root, 'usr/lib/systemd/system'), { recursive: true });
+  await cp(units!, path.join(root, 'usr/lib/systemd/system'), { recursive: true });
   await writeFile(path.join(root, 'usr/bin/node'), '#!/bin/sh\n');
   await chmod(path.join(root, 'usr/bin/node'), 0o755);
-});
+}));
 
 test.after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-function skip(name: string, fn: () => Promise<void>): void {
-  if (analyze && units) {
-    test(name, fn);
-  } else {
-    console.log(`SKIP: ${name}: systemd-analyze or the stock systemd units are missing (Debian package systemd)`);
-    test.skip(name, fn);
-  }
-}
 
 async function verify(unitText: string): Promise<string> {
   await writeFile(path.join(root, 'etc/systemd/system/shadowgate.service'), unitText);
@@ -49,17 +44,17 @@ async function verify(unitText: string): Promise<string> {
   return (r.stdout + r.stderr).trim();
 }
 
-skip('systemd-analyze verify prints nothing for the unit', async () => {
+systemdTest('systemd-analyze verify prints nothing for the unit', async () => {
   assert.is(await verify(await readFile(UNIT, 'utf8')), '');
 });
 
-skip('verify does catch a typo and a missing binary (the check above can fail)', async () => {
+systemdTest('verify does catch a typo and a missing binary (the check above can fail)', async () => {
   const text = await readFile(UNIT, 'utf8');
   assert.match(await verify(text.replace('ProtectSystem=strict', 'ProtectSytem=strict')), /Unknown key 'ProtectSytem'/);
   assert.match(await verify(text.replace('/usr/bin/node ', '/usr/bin/nodejs ')), /nodejs.*(not executable|No such file)/);
 });
 
-skip('security exposure is at most 2.5 (systemd-analyze security --offline --threshold=25)', async () => {
+systemdTest('security exposure is at most 2.5 (systemd-analyze security --offline --threshold=25)', async () => {
   const r = await run(analyze!, ['security', '--offline=true', '--threshold=25', '--no-pager', UNIT]);
   const score = Number((/Overall exposure level for shadowgate\.service: ([\d.]+)/.exec(r.stdout) ?? [])[1]);
   assert.ok(score > 0 && score <= 2.5, `exposure ${score}\n${r.stdout}${r.stderr}`);
@@ -71,7 +66,7 @@ skip('security exposure is at most 2.5 (systemd-analyze security --offline --thr
 
 // The SD image's own units and the gateway's image drop-in (scripts/image/rootfs). The image build
 // verifies them again inside the arm64 rootfs with the target's systemd; this runs without the image.
-skip('systemd-analyze verify prints nothing for the image units and the drop-in', async () => {
+systemdTest('systemd-analyze verify prints nothing for the image units and the drop-in', async () => {
   const img = 'scripts/image/rootfs';
   await mkdir(path.join(root, 'usr/lib/shadowgate'), { recursive: true });
   for (const f of ['ssh-host-keys']) {

@@ -7,9 +7,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runInNamespace, unshareProblem, type NamespaceResult as Result } from '../helpers/namespace.js';
+import { needs } from '../helpers/peers.js';
 
 const RUNNER = 'scripts/gpio-fake/run-in-namespace.ts';
-const TIMEOUT_MS = 25_000;
+const TIMEOUT_MS = 75_000; // the runner gives up at 60 s: about 6 s at rest for the three side by side
 
 
 function assertScenario(r: Result, base: number, label: string): void {
@@ -33,9 +34,10 @@ function assertScenario(r: Result, base: number, label: string): void {
   assert.is(r.invalidError, 'INVALID_VALUE');
   // Door device polls every 5 s: its change arriving well under that came from the edge path
   // (polling fallback, since epoll cannot watch tmpfs) through the 20 ms debounce.
-  assert.ok(r.doorLatencyMs < 1000, `door change took ${r.doorLatencyMs} ms`);
+  // Widened by what the machine kept the driver's thread from a CPU meanwhile (three runners share it here).
+  assert.ok(r.doorLatencyMs < 1000 + r.doorWaitMs, `door change took ${r.doorLatencyMs} ms (${Math.round(r.doorWaitMs)} ms of it waiting for a CPU)`);
   assert.ok(r.doorLatencyMs >= 20, `door change beat its debounce: ${r.doorLatencyMs} ms`);
-  assert.ok(r.pirLatencyMs < 1000, `pir poll took ${r.pirLatencyMs} ms`);
+  assert.ok(r.pirLatencyMs < 1000 + r.pirWaitMs, `pir poll took ${r.pirLatencyMs} ms (${Math.round(r.pirWaitMs)} ms of it waiting for a CPU)`);
   assert.equal(r.readDoor, { contact: 0 });
   assert.is(r.stats.polled_fallback, 1);
   assert.ok(r.warnings.some((w: string) => w.includes('edge interrupts unavailable for door.contact')), JSON.stringify(r.warnings));
@@ -48,22 +50,19 @@ function assertScenario(r: Result, base: number, label: string): void {
 }
 
 const problem = unshareProblem();
-if (problem) {
-  console.log(`SKIP: gpio sysfs tests: ${problem}`);
-  test.skip('gpio on onoff against a fake sysfs (Pi 4, Pi 5, board override)', () => {});
-} else {
-  test('gpio on onoff against a fake sysfs: Pi 4 base 512, Pi 5 rp1 base 571, Pi 5 by board override', async () => {
-    // In parallel: each is its own namespace and process group.
-    const [pi4, pi5, pi5Board] = await Promise.all([
-      runInNamespace(RUNNER, ['pi4'], TIMEOUT_MS, 'pi4'),
-      runInNamespace(RUNNER, ['pi5'], TIMEOUT_MS, 'pi5'),
-      runInNamespace(RUNNER, ['pi5', 'rpi-5'], TIMEOUT_MS, 'pi5 rpi-5'),
-    ]);
-    assertScenario(pi4!, 512, 'pinctrl-bcm2711');
-    assertScenario(pi5!, 571, 'pinctrl-rp1');
-    assertScenario(pi5Board!, 571, 'pinctrl-rp1');
-    assert.is(pi5Board!.board, 'rpi-5');
-  });
-}
+const namespaceTest = needs(problem, 'gpio sysfs tests');
+
+namespaceTest('gpio on onoff against a fake sysfs: Pi 4 base 512, Pi 5 rp1 base 571, Pi 5 by board override', async () => {
+  // In parallel: each is its own namespace and process group.
+  const [pi4, pi5, pi5Board] = await Promise.all([
+    runInNamespace(RUNNER, ['pi4'], TIMEOUT_MS, 'pi4'),
+    runInNamespace(RUNNER, ['pi5'], TIMEOUT_MS, 'pi5'),
+    runInNamespace(RUNNER, ['pi5', 'rpi-5'], TIMEOUT_MS, 'pi5 rpi-5'),
+  ]);
+  assertScenario(pi4!, 512, 'pinctrl-bcm2711');
+  assertScenario(pi5!, 571, 'pinctrl-rp1');
+  assertScenario(pi5Board!, 571, 'pinctrl-rp1');
+  assert.is(pi5Board!.board, 'rpi-5');
+});
 
 test.run();

@@ -3,18 +3,17 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runModbusCommand } from '../../src/cli/modbus.js';
 import type { GatewayConfig } from '../../src/config/types.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { Rig, rigUnavailable, rtuBus } from './modbus-rig.js';
 
 const missing = rigUnavailable();
-const rigTest = missing ? test.skip : test;
-if (missing) console.log(`SKIP: modbus CLI rig tests: ${missing}`);
+const rigTest = needs(missing, 'modbus CLI rig tests');
 
 let rig: Rig | null = null;
-test.before(async () => {
-  if (missing) return;
+test.before(peerHook(missing, async () => {
   rig = new Rig('1,2');
   await rig.start();
-});
+}));
 test.after(async () => { await rig?.stop(); });
 
 const config = (): GatewayConfig => ({ buses: [rtuBus(rig?.master ?? '/nonexistent', { timeout: 150 })] }) as unknown as GatewayConfig;

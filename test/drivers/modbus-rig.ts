@@ -126,7 +126,11 @@ export function mbpollHolding(port: number, unit: number, address: number, count
   return values;
 }
 
-export const mbpollAvailable = (): boolean => spawnSync('mbpoll', ['-V']).status === 0 || spawnSync('which', ['mbpoll']).status === 0;
+/** Why mbpoll (the independent cross-check) cannot run here, or null when it can. */
+export function mbpollUnavailable(): string | null {
+  const there = spawnSync('mbpoll', ['-V']).status === 0 || spawnSync('which', ['mbpoll']).status === 0;
+  return there ? null : 'mbpoll is not installed (apt-get install mbpoll)';
+}
 
 export interface SinkEvent { at: number; device: string; values?: Record<string, RawValue>; error?: Error }
 

@@ -13,10 +13,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { RtuLine, type BoundPort, type LineBinding } from '../../src/drivers/modbus/rtu-line.js';
 import { crc16 } from '../../src/protocol/modbus/frame.js';
+import { needs } from '../helpers/peers.js';
 import { rigUnavailable, sleep, waitFor } from './modbus-rig.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: RTU line tests: ${why}`);
+const rigTest = needs(why, 'RTU line tests');
 
 const withCrc = (...body: number[]): Buffer => {
   const out = Buffer.alloc(body.length + 2);
@@ -90,8 +91,7 @@ async function read(line: RtuLine, unit: number, count: number, timeoutMs = 1000
 /** The registers of an FC3 answer frame. */
 const registers = (frame: number[]): number[] => Array.from({ length: frame[2]! / 2 }, (_, i) => (frame[3 + 2 * i]! << 8) | frame[4 + 2 * i]!);
 
-test('an answer that trickles in is handed on whole and once, with one wake-up for the rest of the frame', async () => {
-  if (why) return;
+rigTest('an answer that trickles in is handed on whole and once, with one wake-up for the rest of the frame', async () => {
   await withLine(async ({ line, other, polls }) => {
     const values = Array.from({ length: 32 }, (_, i) => 1000 + i);
     const answer = withCrc(1, 3, 64, ...values.flatMap((v) => [v >> 8, v & 0xff]));
@@ -112,8 +112,7 @@ test('an answer that trickles in is handed on whole and once, with one wake-up f
   });
 });
 
-test('answers in one piece, an exception, and a glitch byte before an answer', async () => {
-  if (why) return;
+rigTest('answers in one piece, an exception, and a glitch byte before an answer', async () => {
   await withLine(async ({ line, other }) => {
     let reply = (): Buffer => withCrc(2, 3, 2, 0x12, 0x34);
     other.on('data', () => other.write(reply()));
@@ -125,8 +124,7 @@ test('answers in one piece, an exception, and a glitch byte before an answer', a
   });
 });
 
-test('an answer read in one piece with another master\'s whole request before it is refused, not handed on', async () => {
-  if (why) return;
+rigTest('an answer read in one piece with another master\'s whole request before it is refused, not handed on', async () => {
   await withLine(async ({ line, other }) => {
     // Its request went out with ours; the loop was held up, so its request and its answer are read together.
     let reply = (): Buffer => Buffer.concat([withCrc(1, 3, 0, 10, 0, 1), withCrc(1, 3, 2, 0xa0, 0x1a)]);
@@ -139,8 +137,7 @@ test('an answer read in one piece with another master\'s whole request before it
   });
 });
 
-test('bytes heard between transactions are stamped and never handed on as an answer', async () => {
-  if (why) return;
+rigTest('bytes heard between transactions are stamped and never handed on as an answer', async () => {
   await withLine(async ({ line, other }) => {
     let frames = 0;
     line.onAnswer = () => frames++;
@@ -152,8 +149,7 @@ test('bytes heard between transactions are stamped and never handed on as an ans
   });
 });
 
-test('the other end going away: the line says error, then close, and is no longer open', async () => {
-  if (why) return;
+rigTest('the other end going away: the line says error, then close, and is no longer open', async () => {
   await withLine(async ({ line, socat }) => {
     const events: string[] = [];
     line.on('error', () => events.push('error'));

@@ -7,11 +7,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createModbusRtuDriverWith } from '../../src/drivers/modbus-rtu.js';
+import { needs } from '../helpers/peers.js';
 import { context, device, FakeSink, point, rigUnavailable, rtuBus, sleep } from './modbus-rig.js';
 import { RelayRig } from './modbus-relay-rig.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: saturated bus test: ${why}`);
+const rigTest = needs(why, 'saturated bus test');
 
 const meter = [
   point('f32', { table: 'holding', address: 6, data_type: 'float32' }, 'R'),
@@ -20,8 +21,7 @@ const meter = [
 ];
 const sensor = [point('t', { table: 'holding', address: 0, data_type: 'uint16' }, 'R', 'int')];
 
-test('polled faster than 9600 baud serves: a 3-request meter and 1-request sensors stretch alike', async () => {
-  if (why) return;
+rigTest('polled faster than 9600 baud serves: a 3-request meter and 1-request sensors stretch alike', async () => {
   const rig = new RelayRig('1,2,3');
   const sink = new FakeSink();
   let driver: ReturnType<typeof createModbusRtuDriverWith> | undefined;

@@ -4,18 +4,17 @@ import * as assert from 'uvu/assert';
 import { GatewayError } from '../../src/core/errors.js';
 import { createModbusTcpDriverWith } from '../../src/drivers/modbus-tcp.js';
 import type { Driver } from '../../src/drivers/types.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { context, device, FakeSink, point, Rig, rigUnavailable, sleep, waitFor } from './modbus-rig.js';
 
 const missing = rigUnavailable();
-const tcpTest = missing ? test.skip : test;
-if (missing) console.log(`SKIP: modbus-tcp rig tests: ${missing}`);
+const tcpTest = needs(missing, 'modbus-tcp rig tests');
 
 let rig: Rig | null = null;
-test.before(async () => {
-  if (missing) return;
+test.before(peerHook(missing, async () => {
   rig = new Rig('1,2', false);
   await rig.start();
-});
+}));
 test.after(async () => { await rig?.stop(); });
 
 const points = [

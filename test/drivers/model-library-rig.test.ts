@@ -18,12 +18,13 @@ import M from 'modbus-serial';
 import { readModelLibrary } from '../../src/config/models.js';
 import { call } from '../helpers/http.js';
 import { DeviceRig, describeImages, deviceRigConfig, deviceSpec, startDeviceGateway, type DeviceGateway, type DeviceImage, type ExpectedPoint } from '../helpers/device-rig.js';
-import { mbpollAvailable, rigUnavailable, waitFor } from './modbus-rig.js';
+import { hasPeer, needs, peerHook } from '../helpers/peers.js';
+import { mbpollUnavailable, rigUnavailable, waitFor } from './modbus-rig.js';
 
 const ModbusRTU = M.default; // the d.ts is CJS with `export default` (notes: packages.md §3)
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: model library rig tests: ${why}`);
+const rigTest = needs(why, 'model library rig tests');
 
 /** Every image devices.py knows, on units 1..N. */
 const images: DeviceImage[] = why ? [] : describeImages('');
@@ -41,8 +42,7 @@ function modbusLibraryModels(): string[] {
 /** `decimals` of a model point: the gateway rounds the value it shows to that many places. */
 const decimalsOf = (model: string, point: string): number | undefined => library.find((m) => m.name === model)?.points?.find((p) => p.name === point)?.decimals;
 
-test('every Modbus library model has a device image written from its source (a model without one fails here)', () => {
-  if (why) return;
+rigTest('every Modbus library model has a device image written from its source (a model without one fails here)', () => {
   const modbus = modbusLibraryModels();
   assert.ok(modbus.length >= 15, `${modbus.length} Modbus models in board/models`);
   const imaged = new Set(images.map((i) => i.model));
@@ -57,6 +57,7 @@ test('every Modbus library model has a device image written from its source (a m
 // ------------------------------------------------------------------------------------------------
 
 const rig = suite('model library on the rig');
+const rigSuiteTest = needs(why, 'model library rig tests', rig);
 let run: DeviceGateway | undefined;
 let models = new Map<string, Map<string, string | undefined>>(); // model -> point -> unit
 let incomplete = new Set<string>(); // devices that had not shown every point after 30 s
@@ -82,8 +83,7 @@ function ready(d: RestDevice, image: DeviceImage): boolean {
   });
 }
 
-rig.before(async () => {
-  if (why) return;
+rig.before(peerHook(why, async () => {
   run = await startDeviceGateway(deviceSpec(images.map((i) => [i.key, i.unit] as const)), (r, dir) => deviceRigConfig(dir, r, {
     buses: [{ id: 'rs485', driver: 'modbus-rtu', port: r.master, baud_rate: 9600, timeout: '300ms' }],
     devices: images.map((i) => ({ id: i.key, model: i.model, bus: 'rs485', unit_id: i.unit, poll: '1s' })),
@@ -103,7 +103,7 @@ rig.before(async () => {
   }
   incomplete = new Set(pending);
   await sleep(1200); // one more poll of everything, so any request the gateway makes has been made
-});
+}));
 
 rig.after(async () => {
   await run?.stop();
@@ -168,8 +168,7 @@ for (const image of images) {
   });
 }
 
-rig('the gateway sent no request over any device\'s documented limit, and nothing else a device refuses', () => {
-  if (why) return;
+rigSuiteTest('the gateway sent no request over any device\'s documented limit, and nothing else a device refuses', () => {
   const over = run!.rig.refusals().filter((e) => e.code === 3);
   assert.equal(over, [], `over-limit requests: ${JSON.stringify(over.slice(0, 5))}`);
   const refused = unexpectedRefusals();
@@ -198,8 +197,7 @@ async function exceptionOf(what: () => Promise<unknown>): Promise<number | null>
   }
 }
 
-rig('the slave refuses what the real device refuses: over its limit (3), a hole (2), a missing function (1)', async () => {
-  if (why) return;
+rigSuiteTest('the slave refuses what the real device refuses: over its limit (3), a hole (2), a missing function (1)', async () => {
   const unit = (key: string): number => images.find((i) => i.key === key)!.unit;
   const before = run!.rig.refusals().length;
   const client: Client = new ModbusRTU();
@@ -234,7 +232,7 @@ rig('the slave refuses what the real device refuses: over its limit (3), a hole 
   assert.is(counted.filter((e) => e.code === 3).length, 5);
 
   // An independent master too: mbpoll asking the SDM630 for 76 registers gets "Illegal data value".
-  if (mbpollAvailable()) {
+  if (hasPeer(mbpollUnavailable(), 'mbpoll cross-check')) {
     const r = spawnSync('mbpoll', ['-m', 'tcp', '-p', String(run!.rig.tcpPort), '-a', String(unit('sdm630')), '-t', '3', '-r', '1', '-c', '76', '-1', '127.0.0.1'], { encoding: 'utf8', timeout: 5000 });
     assert.match(`${r.stdout}${r.stderr}`, /Illegal data value/i);
   }
@@ -242,8 +240,8 @@ rig('the slave refuses what the real device refuses: over its limit (3), a hole 
 
 // Over RTU too, as the gateway talks to the devices (a rig of its own: the gateway's rig owns its pty).
 const rtu = suite('limit enforcement over RTU');
-rtu('an over-limit request over RTU gets exception 3 from the SDM630 image, and is counted', async () => {
-  if (why) return;
+const rtuSuiteTest = needs(why, 'model library rig tests', rtu);
+rtuSuiteTest('an over-limit request over RTU gets exception 3 from the SDM630 image, and is counted', async () => {
   const own = new DeviceRig(deviceSpec([['sdm630', 1], ['em111', 2]]));
   const client: Client = new ModbusRTU();
   try {

@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hashPassword } from '../../src/export/auth.js';
 import { startExport, type ExportPart } from '../../src/runtime/export.js';
+import { needs } from '../helpers/peers.js';
 import {
   collect, connectClient, endClient, hasMosquittoClients, makeFixture, removeDir, runMosquitto, tempDir, waitFor,
   withTimeout, type Fixture,
@@ -18,8 +19,7 @@ async function start(f: Fixture): Promise<ExportPart> {
   return startExport(f.ctx);
 }
 
-const mtest = hasMosquittoClients ? test : test.skip;
-if (!hasMosquittoClients) console.log('SKIP: mosquitto_sub/mosquitto_pub not installed (apt-get install mosquitto-clients)');
+const mtest = needs(hasMosquittoClients ? null : 'mosquitto_sub/mosquitto_pub not installed (apt-get install mosquitto-clients)', 'mosquitto client tests');
 
 mtest('mosquitto_sub gets retained state and availability of every device', async () => {
   const f = makeFixture();

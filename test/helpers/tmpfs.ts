@@ -1,6 +1,6 @@
 /**
  * A tiny tmpfs for tests of a full disk (real ENOSPC, short writes included), and a filler that takes every
- * free page of it. Needs root: `tmpfsUnavailable()` says why not (the test prints it as SKIP and returns).
+ * free page of it. Needs root: `tmpfsUnavailable()` says why not (tests register through `needs` in test/helpers/peers.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runInNamespace, unshareProblem } from '../helpers/namespace.js';
+import { needs } from '../helpers/peers.js';
 
 const RUNNER = 'scripts/gpio-fake/pulse-persona-in-namespace.ts';
 const TIMEOUT_MS = 45_000;
@@ -30,36 +31,33 @@ test('docs/personas.md shows exactly the example config this test runs', () => {
 });
 
 const problem = unshareProblem();
-if (problem) {
-  console.log(`SKIP: gpio pulse persona test: ${problem}`);
-  test.skip('an SDM120 persona fed by a GPIO pulse counter (fake sysfs)', () => {});
-} else {
-  test('an SDM120 persona fed by a GPIO pulse counter: a master reads the pulses as kWh; a power cut longer than the TTL keeps the total', async () => {
-    const workDir = await mkdtemp(path.join(os.tmpdir(), 'sg-gpio-pulse-'));
-    try {
-      const r = await runInNamespace(RUNNER, [workDir], TIMEOUT_MS, 'gpio pulse persona');
-      console.log(`  pulse persona: power read ${JSON.stringify(r.first.power)} W after 10 pulses 400 ms apart`);
-      // Before any pulse the rate is unknown: the persona is silent, never a made-up 0 W.
-      assert.is(r.beforePulses, 'silent');
-      // 10 pulses at 1000 imp/kWh = 0.01 kWh, as the SDM120's float registers (import and total energy).
-      assert.equal(r.first.importEnergy, f32(0.01));
-      assert.equal(r.first.totalEnergy, f32(0.01));
-      assert.is(r.firstShadow, 0.01);
-      // 1 Wh every 400 ms is 9 kW while pulsing; read about a second later it has fallen (the bound of one pulse
-      // in the time since the last), but it is a real rate, never 0 or more than the pulses allow.
-      assert.ok(typeof r.first.power === 'number' && r.first.power > 0 && r.first.power < 20_000, JSON.stringify(r.first));
-      // SIGKILL, off for longer than the 2 s TTL, started again on the same data dir: the total is back.
-      assert.is(r.restoredShadow, 0.01);
-      assert.is(r.afterRestartBeforePulses, 'silent');
-      // 5 more pulses continue it: 0.015 kWh, not 0.005.
-      assert.equal(r.second.importEnergy, f32(0.015));
-      assert.equal(r.second.totalEnergy, f32(0.015));
-      assert.ok(typeof r.second.power === 'number' && r.second.power > 0 && r.second.power < 20_000, JSON.stringify(r.second));
-      assert.equal(r.exit, { code: 0, signal: null });
-    } finally {
-      await rm(workDir, { recursive: true, force: true });
-    }
-  });
-}
+const namespaceTest = needs(problem, 'gpio pulse persona test');
+
+namespaceTest('an SDM120 persona fed by a GPIO pulse counter: a master reads the pulses as kWh; a power cut longer than the TTL keeps the total', async () => {
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'sg-gpio-pulse-'));
+  try {
+    const r = await runInNamespace(RUNNER, [workDir], TIMEOUT_MS, 'gpio pulse persona');
+    console.log(`  pulse persona: power read ${JSON.stringify(r.first.power)} W after 10 pulses 400 ms apart`);
+    // Before any pulse the rate is unknown: the persona is silent, never a made-up 0 W.
+    assert.is(r.beforePulses, 'silent');
+    // 10 pulses at 1000 imp/kWh = 0.01 kWh, as the SDM120's float registers (import and total energy).
+    assert.equal(r.first.importEnergy, f32(0.01));
+    assert.equal(r.first.totalEnergy, f32(0.01));
+    assert.is(r.firstShadow, 0.01);
+    // 1 Wh every 400 ms is 9 kW while pulsing; read about a second later it has fallen (the bound of one pulse
+    // in the time since the last), but it is a real rate, never 0 or more than the pulses allow.
+    assert.ok(typeof r.first.power === 'number' && r.first.power > 0 && r.first.power < 20_000, JSON.stringify(r.first));
+    // SIGKILL, off for longer than the 2 s TTL, started again on the same data dir: the total is back.
+    assert.is(r.restoredShadow, 0.01);
+    assert.is(r.afterRestartBeforePulses, 'silent');
+    // 5 more pulses continue it: 0.015 kWh, not 0.005.
+    assert.equal(r.second.importEnergy, f32(0.015));
+    assert.equal(r.second.totalEnergy, f32(0.015));
+    assert.ok(typeof r.second.power === 'number' && r.second.power > 0 && r.second.power < 20_000, JSON.stringify(r.second));
+    assert.equal(r.exit, { code: 0, signal: null });
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+});
 
 test.run();

@@ -17,6 +17,7 @@ import { hashPassword } from '../../src/export/auth.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { collect, connectClient, endClient, hasMosquittoClients, waitFor } from '../export/helpers.js';
+import { hasPeer } from '../helpers/peers.js';
 
 interface Line { retain: boolean; topic: string; payload: string }
 
@@ -90,12 +91,12 @@ test('a simulated device that stops answering: offline event and retained offlin
   assert.ok(port > 0, 'broker bound');
   const topics = ['sgi/event/offline', 'sgi/dead/availability'];
   let lines: Line[];
-  if (hasMosquittoClients) {
+  // mosquitto_sub is the independent subscriber; mqtt.js stands in where it is missing (not where peers are required).
+  if (hasPeer(!hasMosquittoClients && 'mosquitto_sub is missing (apt-get install mosquitto-clients)', 'mosquitto_sub subscriber (mqtt.js subscribes instead)')) {
     const sub = mosquittoSub(port, topics);
     child = sub.child;
     lines = sub.lines;
   } else {
-    console.log('SKIP: mosquitto_sub missing, subscribing with mqtt.js instead');
     const c = await connectClient(`mqtt://127.0.0.1:${port}`);
     clients.push(c);
     lines = [];

@@ -10,13 +10,13 @@ import { hashPassword } from '../../src/export/auth.js';
 import { freePort, rigUnavailable } from '../drivers/modbus-rig.js';
 import { collect, connectClient, endClient, withTimeout } from '../export/helpers.js';
 import { call, waitFor } from '../helpers/http.js';
+import { needs } from '../helpers/peers.js';
 import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: bad-write tests: ${why}`);
+const rigTest = needs(why, 'bad-write tests');
 
-test('typos (70000 into an int16) are refused before storing or sending; the device stays online everywhere', async () => {
-  if (why) return;
+rigTest('typos (70000 into an int16) are refused before storing or sending; the device stays online everywhere', async () => {
   await withRigGateway('1', async (rig, dir) => rigConfig(dir, rig, {
     mqtt: { host: '127.0.0.1', port: await freePort(), ws_port: await freePort(), allow_anonymous: true,
       users: [{ username: 'w', password_hash: await hashPassword('w-pass'), can_write: true }] },

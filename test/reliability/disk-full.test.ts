@@ -4,12 +4,12 @@ import * as assert from 'uvu/assert';
 import { diskFull } from '../../scripts/reliability/disk-full.js';
 import { diskFullUnavailable } from '../../scripts/reliability/disk-full/mount.js';
 import { formatTable } from '../../scripts/reliability/table.js';
+import { needs } from '../helpers/peers.js';
 
 const why = diskFullUnavailable();
-if (why) console.log(`SKIP: disk-full: ${why}`);
+const rootTest = needs(why, 'disk-full');
 
-test('disk full and freed: serves from memory, degraded with the reason, drops counted, resumes by itself', async () => {
-  if (why) return;
+rootTest('disk full and freed: serves from memory, degraded with the reason, drops counted, resumes by itself', async () => {
   const rows = await diskFull({ reduced: true, log: (line) => console.log(`  ${line}`) });
   console.log(formatTable(rows));
   assert.ok(rows.length > 0, 'the campaign returned rows');

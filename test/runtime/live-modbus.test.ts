@@ -7,10 +7,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rigUnavailable } from '../drivers/modbus-rig.js';
 import { call, waitFor } from '../helpers/http.js';
+import { needs } from '../helpers/peers.js';
 import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: live Modbus configuration tests: ${why}`);
+const rigTest = needs(why, 'live Modbus configuration tests');
 
 const model = {
   points: [
@@ -19,8 +20,7 @@ const model = {
   ],
 };
 
-test('scan, test read and save a meter on a running RTU bus; the meter already there never stops', async () => {
-  if (why) return;
+rigTest('scan, test read and save a meter on a running RTU bus; the meter already there never stops', async () => {
   await withRigGateway('1,2', (rig, dir) => rigConfig(dir, rig, {
     buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '200ms' }],
     models: { meter: model },
@@ -60,8 +60,7 @@ test('scan, test read and save a meter on a running RTU bus; the meter already t
   });
 });
 
-test('the probes of a scan are counted as scan probes, not as timeouts of the bus; a test read judges each point as probe does', async () => {
-  if (why) return;
+rigTest('the probes of a scan are counted as scan probes, not as timeouts of the bus; a test read judges each point as probe does', async () => {
   await withRigGateway('1,2', (rig, dir) => rigConfig(dir, rig, {
     buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600, timeout: '150ms' }],
     models: { meter: model },

@@ -16,9 +16,10 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { freePort, Rig, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
 import { RawModbusClient, read, writeRegister } from '../helpers/modbus-tcp-client.js';
+import { needs, peerHook } from '../helpers/peers.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: Modbus door RTU-over-TCP tests: ${why}`);
+const rigTest = needs(why, 'Modbus door RTU-over-TCP tests');
 
 /** Modbus CRC-16 written out from the spec (not the gateway's table version). */
 function crc(bytes: readonly number[]): number {
@@ -108,8 +109,7 @@ const model = {
   ],
 };
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-door-rtu-'));
   rig = new Rig('1', true);
   await rig.start();
@@ -129,7 +129,7 @@ test.before(async () => {
   };
   gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
   await waitFor('m1 polled', () => gw.shadow.GetDevicePoint('m1', 'b') !== undefined, 5000);
-});
+}));
 
 test.after(async () => {
   for (const c of clients) c.close();
@@ -150,8 +150,7 @@ function assertSame(rtuAnswer: number[], mbapPdu: number[], unit: number, what: 
   assert.equal(rtuAnswer, rtu(unit, mbapPdu), what);
 }
 
-test('RTU frames over TCP are answered bit-identically to the MBAP server, RTU-framed, in order', async () => {
-  if (why) return;
+rigTest('RTU frames over TCP are answered bit-identically to the MBAP server, RTU-framed, in order', async () => {
   const { m, r } = await pair();
   const cases: Array<[number, number[]]> = [
     [1, read(3, 0, 8)], [1, read(4, 0, 2)], // polled: from the image
@@ -168,8 +167,7 @@ test('RTU frames over TCP are answered bit-identically to the MBAP server, RTU-f
   }
 });
 
-test('two frames in one TCP segment, and one frame over two segments', async () => {
-  if (why) return;
+rigTest('two frames in one TCP segment, and one frame over two segments', async () => {
   const { m, r } = await pair();
   const a = read(3, 0, 2);
   const b = read(4, 0, 2);
@@ -186,8 +184,7 @@ test('two frames in one TCP segment, and one frame over two segments', async () 
   assertSame(await r.next(), refA, 1, 'frame over two segments');
 });
 
-test('a frame with a bad CRC is dropped unanswered; the next good frame is answered', async () => {
-  if (why) return;
+rigTest('a frame with a bad CRC is dropped unanswered; the next good frame is answered', async () => {
   const { m, r } = await pair();
   const bad = rtu(1, read(3, 1, 1));
   bad[bad.length - 1] = bad[bad.length - 1]! ^ 0xff;

@@ -14,10 +14,12 @@ import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { freePort, Rig, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
+import { ownMs, stamp, watchLateness } from '../helpers/lateness.js';
 import { RawModbusClient, read, writeRegister, writeRegisters } from '../helpers/modbus-tcp-client.js';
+import { hasPeer, needs, peerHook } from '../helpers/peers.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: Modbus door tests: ${why}`);
+const rigTest = needs(why, 'Modbus door tests');
 
 let rig: Rig;
 let gw: Gateway;
@@ -67,9 +69,8 @@ async function direct(unit: number, pdu: number[]): Promise<number[]> {
   }
 }
 
-test.before(async () => { try { await setup(); } catch (e) { console.error(e); throw e; } });
+test.before(peerHook(why, async () => { try { await setup(); } catch (e) { console.error(e); throw e; } }));
 async function setup(): Promise<void> {
-  if (why) return;
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-door-'));
   countFile = path.join(dir, 'counts.json');
   rig = new Rig('1,2,5', true, ['--count', countFile, '--write-delay', '0.5']);
@@ -102,8 +103,7 @@ test.after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-test('answers are byte-identical to the device: polled ranges from the image, others from the bus, a large read split at the model limit', async () => {
-  if (why) return;
+rigTest('answers are byte-identical to the device: polled ranges from the image, others from the bus, a large read split at the model limit', async () => {
   const c = await client();
   const before = await counts();
   const cases: Array<[number, number[]]> = [
@@ -126,8 +126,7 @@ test('answers are byte-identical to the device: polled ranges from the image, ot
   assert.ok(fig.units['1']!.hits >= 4, JSON.stringify(fig.units['1']));
 });
 
-test('3 clients reading a polled range at 1 Hz add no frames beyond 5% of the polls', async () => {
-  if (why) return;
+rigTest('3 clients reading a polled range at 1 Hz add no frames beyond 5% of the polls', async () => {
   const clients = await Promise.all([client(), client(), client()]);
   const before = await counts();
   const pollKeys = new Set(Object.keys(before).filter((k) => k.startsWith('1:')));
@@ -145,8 +144,7 @@ test('3 clients reading a polled range at 1 Hz add no frames beyond 5% of the po
   assert.is(gw.modbusServers.figures()['door']!.units['1']!.hits - hitsBefore, 9);
 });
 
-test('5 concurrent identical reads of an unpolled range cost one frame and get one answer', async () => {
-  if (why) return;
+rigTest('5 concurrent identical reads of an unpolled range cost one frame and get one answer', async () => {
   const clients = await Promise.all(Array.from({ length: 5 }, () => client()));
   const before = await counts();
   const answers = await Promise.all(clients.map(async (c) => {
@@ -160,13 +158,12 @@ test('5 concurrent identical reads of an unpolled range cost one frame and get o
   for (const a of answers) assert.equal(a, reference);
 });
 
-test('exceptions: 0x0A unmapped at once, 0x0B for a silent unit, device exceptions passed through, 0x01 for a write not allowed with no frame', async () => {
-  if (why) return;
+rigTest('exceptions: 0x0A unmapped at once, 0x0B for a silent unit, device exceptions passed through, 0x01 for a write not allowed with no frame', async () => {
   const c = await client();
   const before = await counts();
-  const t0 = performance.now();
+  const t0 = stamp();
   const unmapped = await c.request(1, 77, read(3, 0, 1));
-  const unmappedMs = performance.now() - t0;
+  const unmappedMs = ownMs(t0, stamp()); // less what this machine kept the gateway's thread from a CPU
   assert.equal(unmapped.pdu, [0x83, 0x0a]);
   assert.ok(unmappedMs < 200, `0x0A took ${unmappedMs.toFixed(0)} ms (the bus timeout is 200 ms)`);
 
@@ -190,11 +187,11 @@ test('exceptions: 0x0A unmapped at once, 0x0B for a silent unit, device exceptio
   for (let i = 0; i < 10; i++) assert.equal((await c.request(100 + i, 9, read(3, 0, 2))).pdu, [0x83, 0x0b]);
   const burstMs = performance.now() - t1;
   const ghostFrames = sent('ghost') - ghostBefore;
-  assert.ok(ghostFrames <= 2, `${ghostFrames} frames to the dead unit for 10 requests (${burstMs.toFixed(0)} ms)`);
+  // The poller's own probe comes about once a second: a burst a loaded machine stretched over seconds meets more.
+  assert.ok(ghostFrames <= 2 + Math.floor(burstMs / 1000), `${ghostFrames} frames to the dead unit for 10 requests (${burstMs.toFixed(0)} ms)`);
 });
 
-test('a client hammering the dead unit at 20/s: the healthy meter keeps its poll rate, the dead one costs a probe per backoff', async () => {
-  if (why) return;
+rigTest('a client hammering the dead unit at 20/s: the healthy meter keeps its poll rate, the dead one costs a probe per backoff', async () => {
   const c = await client();
   // One holding read of m1 per poll cycle (every 200 ms): its count is the meter's cycle count.
   const cycles = (k: string): boolean => k.startsWith('1:3:0:');
@@ -202,6 +199,7 @@ test('a client hammering the dead unit at 20/s: the healthy meter keeps its poll
   const ghostBefore = sent('ghost');
   const windowMs = 4000;
   const end = Date.now() + windowMs;
+  const late = watchLateness();
   let answers = 0;
   while (Date.now() < end) {
     const a = await c.request(answers & 0xffff, 9, read(3, 0, 2));
@@ -212,26 +210,32 @@ test('a client hammering the dead unit at 20/s: the healthy meter keeps its poll
   const after = await counts();
   const polled = sum(after, cycles) - sum(before, cycles);
   const ghost = sent('ghost') - ghostBefore;
-  assert.ok(answers >= 40, `${answers} answers in ${windowMs} ms`);
-  assert.ok(polled >= 0.9 * (windowMs / 200), `meter polled ${polled} cycles in ${windowMs} ms (every 200 ms: ${windowMs / 200})`);
-  assert.ok(ghost <= windowMs / 1000 + 1, `${ghost} frames to the dead unit for ${answers} requests (the poller probes it about once a second)`);
+  // Rates over the time the gateway's thread (this one) could run: a busy job beside the tests takes some of the
+  // window from the meter's polls and the client alike. The probes are over the wall time, as the backoff is.
+  const own = Math.min(windowMs, late.ownMs);
+  const wall = late.ms + late.ownMs;
+  assert.ok(answers >= 40 * (own / windowMs), `${answers} answers in ${windowMs} ms (${late})`);
+  assert.ok(polled >= 0.9 * (own / 200), `meter polled ${polled} cycles in ${own.toFixed(0)} ms of the thread's own time (every 200 ms: ${(own / 200).toFixed(1)}; ${late})`);
+  assert.ok(ghost <= wall / 1000 + 1, `${ghost} frames to the dead unit for ${answers} requests in ${wall.toFixed(0)} ms (the poller probes it about once a second)`);
 });
 
-test('a value is never served older than max_age: a unit that stops answering gets 0x0B once its last poll is too old', async () => {
-  if (why) return;
+rigTest('a value is never served older than max_age: a unit that stops answering gets 0x0B once its last poll is too old', async () => {
   const c = await client();
   const fresh = await c.request(1, 2, read(3, 0, 2));
   assert.equal(fresh.pdu, await direct(2, read(3, 0, 2)));
   rig.toggleUnit2(); // unit 2 falls silent
   try {
     const t0 = performance.now();
+    const late = watchLateness();
     let last = fresh.pdu;
     while (performance.now() - t0 < 4000) {
       // Timed when sent, not when answered: on a loaded machine the answer to a hit sent in time can come late.
+      // The last good poll can be read late too, by as much as the machine kept the gateway's thread from a CPU.
       const sent = performance.now() - t0;
+      const bound = late.widen(1200);
       last = (await c.request(2, 2, read(3, 0, 2))).pdu;
       if (last[0] !== 3) break;
-      assert.ok(sent < 1200, `an answer from the image after max_age (1 s) plus a poll (asked at ${Math.round(sent)} ms)`);
+      assert.ok(sent < bound, `an answer from the image after max_age (1 s) plus a poll (asked at ${Math.round(sent)} ms, bound ${Math.round(bound)})`);
       await sleep(50);
     }
     assert.equal(last, [0x83, 0x0b]);
@@ -240,8 +244,7 @@ test('a value is never served older than max_age: a unit that stops answering ge
   }
 });
 
-test('4 clients x 8 pipelined requests with the same transaction ids: every answer is its own request\'s, in order', async () => {
-  if (why) return;
+rigTest('4 clients x 8 pipelined requests with the same transaction ids: every answer is its own request\'s, in order', async () => {
   const clients = await Promise.all(Array.from({ length: 4 }, () => client()));
   const plan = (ci: number, i: number): [number, number[]] => {
     const kind = (ci + i) % 4;
@@ -272,8 +275,7 @@ test('4 clients x 8 pipelined requests with the same transaction ids: every answ
   assert.ok(busyAnswers <= 8, `${busyAnswers} of 32 answered busy`);
 });
 
-test('writes: through a unit with writes, the image is invalidated, a write whose client gave up is sent exactly once', async () => {
-  if (why) return;
+rigTest('writes: through a unit with writes, the image is invalidated, a write whose client gave up is sent exactly once', async () => {
   const c = await client();
   // Fresh image of holding 0..7, then a write to register 1: the next read shows it at once.
   assert.is((await c.request(1, 1, read(3, 0, 8))).pdu[0], 3);
@@ -311,8 +313,7 @@ function pymodbus(script: string): Promise<string> {
   });
 }
 
-test('what Home Assistant sends for the documented sensors (pymodbus client): float32 input, int16 holding, a coil', async () => {
-  if (why) return;
+rigTest('what Home Assistant sends for the documented sensors (pymodbus client): float32 input, int16 holding, a coil', async () => {
   const out = await pymodbus(`
 import struct
 from pymodbus.client import ModbusTcpClient
@@ -328,8 +329,7 @@ c.close()
   assert.is(out, '231.5 -1 True True 10');
 });
 
-test('the diagnostic unit lists each mapped unit online flag and age; figures count per client and unit', async () => {
-  if (why) return;
+rigTest('the diagnostic unit lists each mapped unit online flag and age; figures count per client and unit', async () => {
   const c = await client();
   let words: number[] = [];
   const end = Date.now() + 3000;
@@ -361,7 +361,10 @@ test('the diagnostic unit lists each mapped unit online flag and age; figures co
   assert.ok(m1Count - sample(`shadowgate_modbus_server_unit_latency_seconds_bucket{${m1},le="0.01"}`) >= 1, 'a miss took a bus transaction (> 10 ms at 9600 baud)');
   assert.ok(sample(`shadowgate_modbus_server_unit_latency_seconds_sum{${m1}}`) > 0.01);
   const lint = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8', timeout: 10_000 });
-  if (!lint.error) assert.is(`${lint.stdout}${lint.stderr}`.trim(), '', 'promtool check metrics is clean with the server figures');
+  const absent = (lint.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT' && '/usr/bin/promtool is missing (apt-get install prometheus)';
+  if (hasPeer(absent, 'promtool check of the door figures')) {
+    assert.is(`${lint.error?.message ?? ''}${lint.stdout}${lint.stderr}`.trim(), '', 'promtool check metrics is clean with the server figures');
+  }
 });
 
 test.run();

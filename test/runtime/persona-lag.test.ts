@@ -18,10 +18,12 @@ import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kill, rigUnavailable, waitFor } from '../drivers/modbus-rig.js';
+import { needs } from '../helpers/peers.js';
+import { watchLateness } from '../helpers/lateness.js';
 import { RtuMaster } from '../helpers/rtu-master.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: persona lag test: ${why}`);
+const rigTest = needs(why, 'persona lag test');
 
 const POLL_MS = 500;
 const ms = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -32,8 +34,7 @@ const f32 = (hi: number, lo: number): number => {
   return b.readFloatBE(0);
 };
 
-test('a source change is served by the persona within one poll + 1 s of reaching the shadow, never before', async () => {
-  if (why) return;
+rigTest('a source change is served by the persona within one poll + 1 s of reaching the shadow, never before', async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-persona-lag-'));
   const consumer = path.join(dir, 'ttyA');
   const slavePort = path.join(dir, 'ttyB');
@@ -69,6 +70,7 @@ test('a source change is served by the persona within one poll + 1 s of reaching
     const served = new Map<number, number>(); // value -> first answer carrying it (ms)
     const reads: { start: number; end: number; value: number }[] = [];
     const end = ms() + 10 * POLL_MS;
+    const late = watchLateness();
     while (ms() < end) {
       const start = ms();
       const r = await master.run({ op: 'read', fc: 4, unit: 2, address: 0x34, count: 2 });
@@ -102,7 +104,8 @@ test('a source change is served by the persona within one poll + 1 s of reaching
     assert.ok(judged >= 10, `${judged} reads fell between two source changes`);
     for (const lag of lags) {
       assert.ok(lag >= 0, `an answer carried a value ${-lag} ms before the shadow had it`);
-      assert.ok(lag <= POLL_MS + 1000, `lag ${lag.toFixed(1)} ms`);
+      // Widened by what the machine kept the gateway's thread (this one) from a CPU over the run.
+      assert.ok(lag <= late.widen(POLL_MS + 1000), `lag ${lag.toFixed(1)} ms (${late})`);
     }
   } finally {
     await master.stop();

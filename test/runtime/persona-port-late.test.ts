@@ -14,12 +14,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { needs } from '../helpers/peers.js';
 import { cli, exited, waitReady } from '../helpers/spawn.js';
 import { kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
 import { RtuMaster } from '../helpers/rtu-master.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: persona late port test: ${why}`);
+const rigTest = needs(why, 'persona late port test');
 
 interface SlaveStats { open: boolean; error: string | null; reopened: number; lost: number; answered: number }
 interface Down { server: string; transport: string; port: string; reason: string }
@@ -124,8 +125,7 @@ async function consumerReads(run: Run): Promise<void> {
   assert.is(await readPower(run.master), 1234.5);
 }
 
-test('a persona port missing at start is opened once it appears, and answered', () => inRun('sg-persona-late-', async (run) => {
-  if (why) return;
+rigTest('a persona port missing at start is opened once it appears, and answered', () => inRun('sg-persona-late-', async (run) => {
   const gw = await startRun(run);
   const before = await serverStats(gw);
   assert.is(before.open, false);
@@ -147,8 +147,7 @@ test('a persona port missing at start is opened once it appears, and answered', 
   await consumerReads(run);
 }));
 
-test('a persona port that goes away degrades /health/shadow (server, port, reason) until it is back and answered', () => inRun('sg-persona-gone-', async (run) => {
-  if (why) return;
+rigTest('a persona port that goes away degrades /health/shadow (server, port, reason) until it is back and answered', () => inRun('sg-persona-gone-', async (run) => {
   await plug(run);
   const gw = await startRun(run);
   await healthUntil(gw, 'healthy with the port open', (h) => h.status === 'healthy', 5000);

@@ -16,10 +16,11 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { freePort, kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
 import { RawModbusClient, read, writeRegister } from '../helpers/modbus-tcp-client.js';
+import { needs, peerHook } from '../helpers/peers.js';
 import { RtuMaster } from '../helpers/rtu-master.js';
 
 const why = rigUnavailable();
-if (why) console.log(`SKIP: persona server tests: ${why}`);
+const rigTest = needs(why, 'persona server tests');
 
 let dir = '';
 let socat: ChildProcess | null = null;
@@ -38,8 +39,7 @@ const f32 = (hi: number, lo: number): number => {
 const setSource = (values: Record<string, number>): Promise<void> =>
   gw.io.writePoints('p1', Object.entries(values).map(([name, value]) => ({ name, value })));
 
-test.before(async () => {
-  if (why) return;
+test.before(peerHook(why, async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-persona-'));
   const consumer = path.join(dir, 'ttyA');
   const slavePort = path.join(dir, 'ttyB');
@@ -81,7 +81,7 @@ test.before(async () => {
   gw = await startGateway(validateConfig(raw, { env: {} }), { log: process.env.PERSONA_DEBUG ? createLogger('debug') : silentLogger, raw });
   master = new RtuMaster();
   await master.start(consumer);
-});
+}));
 
 test.after(async () => {
   await master?.stop();
@@ -90,8 +90,7 @@ test.after(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-test('RTU: a pymodbus master polling unit 2 every 200 ms gets every answer, equal to the source', async () => {
-  if (why) return;
+rigTest('RTU: a pymodbus master polling unit 2 every 200 ms gets every answer, equal to the source', async () => {
   await setSource({ power: 1200, voltage: 231 });
   const written = new Set([-1200]);
   // The source changes while the master polls; writes every 300 ms also keep it fresh.
@@ -118,15 +117,13 @@ test('RTU: a pymodbus master polling unit 2 every 200 ms gets every answer, equa
   assert.ok(Number.isNaN(f32(unbound.regs![0]!, unbound.regs![1]!)), 'an unbound voltage_l2 is NaN, not 0');
 });
 
-test('RTU: other unit ids stay silent', async () => {
-  if (why) return;
+rigTest('RTU: other unit ids stay silent', async () => {
   await setSource({ power: 100, voltage: 230 });
   assert.is((await master.run({ op: 'read', fc: 4, unit: 7, address: 0, count: 2 })).error, 'timeout');
   assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok, 'unit 2 answers right after');
 });
 
-test('RTU: stale after max_age is silent, and the first new sample brings the persona back', async () => {
-  if (why) return;
+rigTest('RTU: stale after max_age is silent, and the first new sample brings the persona back', async () => {
   await setSource({ power: 100, voltage: 229 });
   assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok);
   // No writes from here: the source ages past max_age; the master's reads time out (bounded wait).
@@ -143,16 +140,14 @@ test('RTU: stale after max_age is silent, and the first new sample brings the pe
   assert.is(f32(back.regs![0]!, back.regs![1]!), 229);
 });
 
-test('RTU: a configuration register written with FC6 reads back as written (store)', async () => {
-  if (why) return;
+rigTest('RTU: a configuration register written with FC6 reads back as written (store)', async () => {
   assert.equal((await master.run({ op: 'read', fc: 3, unit: 3, address: 0xa000, count: 1 })).regs, [5]);
   assert.ok((await master.run({ op: 'write', fc: 6, unit: 3, address: 0xa000, values: [7] })).ok);
   assert.equal((await master.run({ op: 'read', fc: 3, unit: 3, address: 0xa000, count: 1 })).regs, [7]);
   assert.equal(await master.run({ op: 'write', unit: 2, address: 0, values: [1, 2] }), { ok: false, error: 'exception 2' }, 'a persona register without a write policy is rejected');
 });
 
-test('TCP: a persona unit answers from the snapshot, 0x0B when stale, and is captured', async () => {
-  if (why) return;
+rigTest('TCP: a persona unit answers from the snapshot, 0x0B when stale, and is captured', async () => {
   const c = await RawModbusClient.open(tcpPort);
   try {
     await setSource({ power: 0, voltage: 233.5 });
@@ -179,8 +174,7 @@ test('TCP: a persona unit answers from the snapshot, 0x0B when stale, and is cap
   assert.is((await fetch(`http://127.0.0.1:${gw.httpPort}/api/v1/servers/grid/capture`)).status, 404, 'no unit of grid captures');
 });
 
-test('TCP: one server mixes personas and a door unit; a silent persona drops only its own answer', async () => {
-  if (why) return;
+rigTest('TCP: one server mixes personas and a door unit; a silent persona drops only its own answer', async () => {
   const c = await RawModbusClient.open(tcpPort);
   try {
     await setSource({ power: 0, voltage: 230 });
@@ -207,8 +201,7 @@ test('TCP: one server mixes personas and a door unit; a silent persona drops onl
   }
 });
 
-test('persona requests are counted per unit in the servers\' figures: /metrics shows RTU and TCP persona units', async () => {
-  if (why) return;
+rigTest('persona requests are counted per unit in the servers\' figures: /metrics shows RTU and TCP persona units', async () => {
   await setSource({ power: 10, voltage: 230 });
   assert.ok((await master.run({ op: 'read', fc: 4, unit: 2, address: 0, count: 2 })).ok);
   const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
@@ -224,8 +217,7 @@ test('persona requests are counted per unit in the servers\' figures: /metrics s
   assert.ok(value('shadowgate_modbus_server_unit_exceptions_total', 'server="tcp",unit="1",code="11"') >= 1, 'the TCP persona\'s stale 0x0B');
 });
 
-test('TCP: a SunSpec inverter persona walked while its source changes at 50 Hz: valid chain, 0 torn W/W_SF pairs', async () => {
-  if (why) return;
+rigTest('TCP: a SunSpec inverter persona walked while its source changes at 50 Hz: valid chain, 0 torn W/W_SF pairs', async () => {
   const c = await RawModbusClient.open(tcpPort);
   let stop = false;
   // raw W encodes the scale factor it was written with (raw / 1000 - 2 = W_SF): a torn pair shows.
@@ -267,8 +259,7 @@ test('TCP: a SunSpec inverter persona walked while its source changes at 50 Hz: 
   }
 });
 
-test('TCP: a SunSpec meter persona walked 40000, 1, 203, 213, end while its source changes at 50 Hz: 0 torn W/W_SF pairs, 213\'s W from the same snapshot', async () => {
-  if (why) return;
+rigTest('TCP: a SunSpec meter persona walked 40000, 1, 203, 213, end while its source changes at 50 Hz: 0 torn W/W_SF pairs, 213\'s W from the same snapshot', async () => {
   const c = await RawModbusClient.open(tcpPort);
   let stop = false;
   let changes = 0;

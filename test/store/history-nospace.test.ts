@@ -10,14 +10,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SeriesRegistry } from '../../src/store/history/registry.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { needs } from '../helpers/peers.js';
 import { fill, tmpfsUnavailable, unfill, withTmpfs } from '../helpers/tmpfs.js';
 import { FakeClock, open } from './history-helpers.js';
 
 const why = tmpfsUnavailable();
-if (why) console.log(`SKIP: history on a full disk: ${why}`);
+const rootTest = needs(why, 'history on a full disk');
 
-test('full disk: samples dropped and counted with the reason; sealing and writing resume when space returns', async () => {
-  if (why) return;
+rootTest('full disk: samples dropped and counted with the reason; sealing and writing resume when space returns', async () => {
   await withTmpfs('2m', async (mnt) => {
     const dir = path.join(mnt, 'history');
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
@@ -59,8 +59,7 @@ test('full disk: samples dropped and counted with the reason; sealing and writin
   });
 });
 
-test('a registry append cut short by a full disk leaves no half line; every series survives a reopen', async () => {
-  if (why) return;
+rootTest('a registry append cut short by a full disk leaves no half line; every series survives a reopen', async () => {
   await withTmpfs('1m', async (mnt) => {
     const dir = path.join(mnt, 'history');
     await mkdir(dir);

@@ -10,15 +10,15 @@ import { Shadow } from '../../src/core/shadow.js';
 import { takeSnapshot } from '../../src/core/snapshot.js';
 import { openShadowStore } from '../../src/store/shadow-store.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { needs } from '../helpers/peers.js';
 import { fill, tmpfsUnavailable, unfill, withTmpfs } from '../helpers/tmpfs.js';
 
 const why = tmpfsUnavailable();
-if (why) console.log(`SKIP: shadow journal on a full disk: ${why}`);
+const rootTest = needs(why, 'shadow journal on a full disk');
 
 const TTL = 600_000;
 
-test('a record cut short by a full disk is cut back; deltas after the space returns are restored', async () => {
-  if (why) return;
+rootTest('a record cut short by a full disk is cut back; deltas after the space returns are restored', async () => {
   await withTmpfs('1m', async (mnt) => {
     const dir = path.join(mnt, 'shadow');
     const now = { t: Date.UTC(2026, 0, 1) };
