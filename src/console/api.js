@@ -22,7 +22,11 @@ export async function tokenAfter401(reason) {
   return Boolean(given);
 }
 
-/** fetch with the session's token; a 401 asks for a token once and tries again. */
+/**
+ * fetch with the session's token; a 401 asks for a token once and tries again.
+ * @param {string} url
+ * @param {{ method?: string, headers?: Record<string, string>, body?: BodyInit }} [options]
+ */
 export async function authorizedFetch(url, { method = 'GET', headers = {}, body } = {}) {
   for (let attempt = 0; ; attempt++) {
     const h = { ...headers };
@@ -36,7 +40,12 @@ export async function authorizedFetch(url, { method = 'GET', headers = {}, body 
   }
 }
 
-/** GET/POST/PUT/DELETE under /api/v1; resolves with the envelope's data, rejects with its errorMsg. */
+/**
+ * GET/POST/PUT/DELETE under /api/v1; resolves with the envelope's data, rejects with its errorMsg.
+ * @param {string} path
+ * @param {{ method?: string, body?: unknown, raw?: boolean }} [options] `body` is sent as JSON; `raw`: `path` as it
+ *   is, the answer as text
+ */
 export async function api(path, { method = 'GET', body, raw = false } = {}) {
   const headers = body === undefined ? {} : { 'content-type': 'application/json' };
   const res = await authorizedFetch(raw ? path : `/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });

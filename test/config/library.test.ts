@@ -40,14 +40,13 @@ test('every board/models model can be used by a device on a bus of its driver', 
 });
 
 test('every board/examples config validates', async () => {
-  let files: string[] = [];
-  try {
-    files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'));
-  } catch {
-    // no examples yet
-  }
+  // A missing or empty directory fails: the README points users at these files.
+  const files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'));
+  assert.ok(files.length > 0, `no example configs in ${EXAMPLES}`);
   for (const file of files) {
-    const config = await loadConfigFile(`${EXAMPLES}${file}`, { env: {} });
+    const config = await loadConfigFile(`${EXAMPLES}${file}`, { env: {} }).catch((err: Error) => {
+      throw new Error(`board/examples/${file}: ${err.message}`);
+    });
     assert.ok(config.gateway.id, file);
   }
 });

@@ -35,6 +35,21 @@ const code = (fn: () => unknown): string => {
   throw new Error('expected a GatewayError');
 };
 
+test('code() fails when nothing throws, or when what is thrown is not a GatewayError', () => {
+  // By hand: assert.throws rethrows uvu's own Assertion, which is what code() throws for a foreign error.
+  const failure = (fn: () => unknown): string => {
+    try {
+      code(fn);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return 'code() passed';
+  };
+  assert.is(failure(() => 1), 'expected a GatewayError');
+  assert.match(failure(() => { throw new Error('plain'); }), /instance of `GatewayError`/);
+  assert.is(code(() => { throw new GatewayError('UNKNOWN_POINT', 'x'); }), 'UNKNOWN_POINT');
+});
+
 test('a new device is Offline with no data, zero times and the given ttl', () => {
   const { shadow } = setup();
   shadow.AddDevice('m1', 'meter', '1h30m');
@@ -227,7 +242,11 @@ test('rule 8: GetDevicePoint returns null when offline or past TTL, the value ot
 test('rule 9: write values are stored with writeAt; a read never clears them', () => {
   const { clock, shadow } = setup();
   shadow.AddDevice('m1', 'm');
-  assert.is(shadow.GetDevicePointDetails.bind(shadow, 'm1', 'sp') && code(() => shadow.GetWritePointValue('m1', 'sp')), 'UNKNOWN_POINT');
+  assert.is(code(() => shadow.GetWritePointValue('m1', 'sp')), 'UNKNOWN_POINT', 'a point never read nor written has no write value: an error, not null');
+  assert.is(code(() => shadow.GetDevicePointDetails('m1', 'sp')), 'UNKNOWN_POINT');
+  shadow.SetDevicePoint('m1', 'r', 1);
+  assert.is(shadow.GetWritePointValue('m1', 'r'), null, 'a point read but never written has no write value');
+  assert.is(shadow.GetDevicePointDetails('m1', 'r').writeAt, '0001-01-01T00:00:00Z');
   shadow.SetWritePointValue('m1', 'sp', 21.5);
   const at = clock.now();
   clock.advance(100);
@@ -305,6 +324,12 @@ test('versions increase on every change; a stale expected version is a conflict 
 
 test('capacity: devices and points beyond the fixed table are refused with clear errors, slots are reused', () => {
   const { shadow } = setup({ maxDevices: 2, maxPoints: 4 });
+  // Every array column of the table as allocated: "does not grow" means these very objects at these lengths.
+  const columns = () => Object.entries(shadow.table)
+    .filter((e): e is [string, ArrayLike<unknown>] => Array.isArray(e[1]) || ArrayBuffer.isView(e[1]))
+    .map(([name, column]) => ({ name, column, length: column.length }));
+  const before = columns();
+  assert.ok(before.length >= 10, `found ${before.map((c) => c.name).join(', ')}: not the table's columns`);
   shadow.AddDevice('a', 'm', undefined, { points: [{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }] });
   assert.throws(() => shadow.AddDevice('b', 'm', undefined, { points: [{ name: 'p1' }, { name: 'p2' }] }), /max_points 4/);
   shadow.AddDevice('b', 'm');
@@ -314,9 +339,17 @@ test('capacity: devices and points beyond the fixed table are refused with clear
   assert.is(shadow.stats().freePointSlots, 4);
   shadow.AddDevice('c', 'm', undefined, { points: [{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'p4' }] });
   assert.is(shadow.stats().dataPoints, 4);
-  const bytes = shadow.stats().allocatedBytes;
   for (let i = 0; i < 100; i++) shadow.SetDevicePoint('c', 'p1', i);
-  assert.is(shadow.stats().allocatedBytes, bytes, 'the table does not grow');
+  shadow.SetDevicePoint('c', 'p2', 'text');
+  shadow.SetWritePointValue('c', 'p3', 'on');
+  shadow.DeleteDevice('c');
+  shadow.AddDevice('c', 'm', undefined, { points: [{ name: 'q1' }, { name: 'q2' }] });
+  const after = columns();
+  assert.equal(after.map((c) => c.name), before.map((c) => c.name));
+  for (const [i, c] of after.entries()) {
+    assert.ok(c.column === before[i]!.column, `the table does not grow: ${c.name} was replaced`);
+    assert.is(c.length, before[i]!.length, `the table does not grow: ${c.name}`);
+  }
 });
 
 test('DeleteDevice destroys the shadow, ignores unknown ids, raises deviceDeleted', () => {

@@ -5,7 +5,8 @@
  * nothing imports main.ts, gateway.ts or runtime/ but the root. Type-only imports count too: a cycle of
  * types is still two rooms that cannot be understood apart.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -24,15 +25,27 @@ const rel = (file: string): string => path.relative(SRC, file).replace(/\\/g, '/
 /** The room of a path relative to src/: its first folder, or the file itself when it lies loose in src/. */
 const roomOf = (relPath: string): string => (relPath.includes('/') ? relPath.split('/')[0]! : relPath);
 
+/**
+ * Every module a file names, relative or bare: `import … from`, `import type … from`, `export … from`, a bare
+ * `import 'x'`, and dynamic `import('x')` / `await import("x")` / `typeof import('x')`, in either quote. Comments
+ * are dropped first, so prose quoting an import does not count. A dynamic import of a computed name is `<computed>`.
+ */
+function specifiers(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:\\'"`])\/\/.*$/gm, '$1');
+  const out: string[] = [];
+  const statics = /(?:^|[\n;])\s*(?:import|export)\s(?:[^'"`;()=]*?\sfrom\s*)?(['"])([^'"\n]+)\1/g;
+  for (const m of code.matchAll(statics)) out.push(m[2]!);
+  for (const m of code.matchAll(/\bimport\s*\(\s*(?:(['"`])([^'"`\n]+)\1\s*[,)]|(?=[^'"`\s]))/g)) out.push(m[2] ?? '<computed>');
+  return out;
+}
+
+/** src/-relative path of a relative specifier of `file` (a .js specifier names the .ts source). */
+const resolveRel = (file: string, spec: string): string => rel(path.resolve(path.dirname(file), spec.replace(/\.js$/, '.ts')));
+
 function graph(): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const file of files(SRC)) {
-    const text = readFileSync(file, 'utf8');
-    const deps: string[] = [];
-    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'|import\('(\.[^']+)'\)/g)) {
-      const spec = (m[1] ?? m[2])!;
-      deps.push(rel(path.resolve(path.dirname(file), spec.replace(/\.js$/, '.ts'))));
-    }
+    const deps = specifiers(readFileSync(file, 'utf8')).filter((s) => s.startsWith('.')).map((s) => resolveRel(file, s));
     out.set(rel(file), deps);
   }
   return out;
@@ -92,11 +105,54 @@ test('each room imports only the rooms it may; nothing loose beside main.ts and 
   assert.equal(wrong, []);
 });
 
-test('the core and the protocol import no I/O module', () => {
-  const io = /from '(node:(fs|net|http|https|dgram|child_process|fs\/promises)|serialport|modbus-serial|onoff|aedes|mqtt|polka|ws|pino|node-persist)'/;
-  const wrong = [...graph().keys()]
-    .filter((f) => ['core', 'protocol'].includes(roomOf(f)))
-    .filter((f) => io.test(readFileSync(path.join(SRC, f), 'utf8')));
+/** Builtins that only compute (no file, socket, process, clock or thread): the rest of builtinModules is I/O. */
+const PURE_BUILTINS = new Set(['assert', 'assert/strict', 'buffer', 'crypto', 'events', 'path', 'path/posix', 'path/win32',
+  'punycode', 'querystring', 'string_decoder', 'url', 'util', 'util/types']);
+const BUILTINS = new Set(builtinModules.map((m) => m.replace(/^node:/, '')));
+/** Packages that do I/O (and their subpaths): serial, GPIO, MQTT, HTTP, WebSocket, logging, storage. */
+const IO_PACKAGES = /^(?:serialport|@serialport\/[^/]+|modbus-serial|onoff|epoll|aedes|mqtt|polka|ws|pino|node-persist|tar-stream)(?:\/|$)/;
+
+/** Why a bare specifier is I/O, or null. `node:` names a builtin even where builtinModules omits it (node:test). */
+function ioReason(spec: string): string | null {
+  if (spec === '<computed>') return 'a dynamic import of a computed name';
+  const builtin = spec.replace(/^node:/, '');
+  if (spec.startsWith('node:') || BUILTINS.has(builtin)) return PURE_BUILTINS.has(builtin) ? null : `the builtin ${builtin}`;
+  return IO_PACKAGES.test(spec) ? `the package ${spec}` : null;
+}
+
+test('the I/O rule sees dynamic imports, bare builtins and I/O packages (and not pure builtins or prose)', () => {
+  const io = (text: string) => specifiers(text).filter((s) => ioReason(s) !== null);
+  assert.equal(io("import { readFile } from 'node:fs/promises';"), ['node:fs/promises']);
+  assert.equal(io('import net from "net";\nimport * as fs from \'fs\';'), ['net', 'fs']);
+  assert.equal(io("const { readFile } = await import('node:fs');\nconst m = await import( 'fs' );"), ['node:fs', 'fs']);
+  assert.equal(io("const x = import(`child_process`);\nconst y = import(name);\nimport 'node:test';"), ['node:test', 'child_process', '<computed>']);
+  assert.equal(io("import type { SerialPort } from 'serialport';\nexport { x } from '@serialport/bindings-cpp/dist/x.js';"), ['serialport', '@serialport/bindings-cpp/dist/x.js']);
+  assert.equal(io("import { EventEmitter } from 'node:events';\nimport { createHash } from 'crypto';\n// await import('node:fs')\n/* import('net') */"), []);
+  assert.equal(specifiers("import { a,\n  b } from './x.js';\nexport * from \"../y.js\";\nawait import('./z.js');"), ['./x.js', '../y.js', './z.js']);
+});
+
+test('the core and the protocol import no I/O module, directly or through what they import', () => {
+  const g = graph();
+  const wrong: string[] = [];
+  const seen = new Set<string>();
+  // Depth-first from each core/protocol file along its relative imports (util/ included): a helper in util/
+  // that opens a file is I/O in the core all the same.
+  const visit = (file: string, trail: string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const full = path.join(SRC, file);
+    const source = existsSync(full) ? full : full.replace(/\.ts$/, '.js');
+    if (!existsSync(source)) return;
+    for (const spec of specifiers(readFileSync(source, 'utf8'))) {
+      if (spec.startsWith('.')) continue;
+      const why = ioReason(spec);
+      if (why) wrong.push(`${[...trail, file].join(' → ')} imports '${spec}' (${why})`);
+    }
+    for (const dep of g.get(file) ?? []) visit(dep, [...trail, file]);
+  };
+  const roots = [...g.keys()].filter((f) => ['core', 'protocol'].includes(roomOf(f)));
+  assert.ok(roots.length > 10, `found ${roots.length} core/protocol files`);
+  for (const f of roots) visit(f, []);
   assert.equal(wrong, []);
 });
 

@@ -20,17 +20,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { needs } from '../helpers/peers.js';
 
 /**
  * serialport's Linux binding (@serialport/bindings-cpp): the port it opens has a numeric fd and a poller
  * whose poll(1) (UV_READABLE) emits 'readable' once bytes wait — declared public in its d.ts, but outside
  * the binding interface every binding implements; src/drivers/modbus/rtu-reader.ts reads the fd on it.
  */
-test('serialport: the opened binding port has an fd and a poller that says when the tty is readable', async () => {
-  if (spawnSync('socat', ['-V']).status !== 0) {
-    console.log('SKIP: serialport canary: socat is not installed (apt-get install socat)');
-    return;
-  }
+const withSocat = needs(spawnSync('socat', ['-V']).status !== 0 && 'socat is not installed (apt-get install socat)', 'serialport canary');
+
+withSocat('serialport: the opened binding port has an fd and a poller that says when the tty is readable', async () => {
   const { SerialPort } = await import('serialport');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sg-canary-'));
   const [a, b] = [path.join(dir, 'a'), path.join(dir, 'b')];
@@ -100,8 +99,6 @@ test('aedes: publish is a replaceable method of the instance', async () => {
   await new Promise<void>((r) => broker.close(() => r()));
 });
 
-test.run();
-
 test('node-persist: setItem writes through the instance hook writeFile(file, content), and getItem reads what the replacement wrote', async () => {
   const { default: nodePersist } = await import('node-persist');
   const { replaceInPlaceWrites } = await import('../../src/store/persist-writer.js');
@@ -124,3 +121,5 @@ test('node-persist: setItem writes through the instance hook writeFile(file, con
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test.run();

@@ -10,7 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { hasMosquitto, MOSQUITTO } from '../export/mosquitto.js';
 import { call, waitFor } from '../helpers/http.js';
+import { gatewayInto, nobody, otherUserMissing, otherUserTree, runAs } from '../helpers/other-user.js';
+import { needs } from '../helpers/peers.js';
 import { cli, exited, killAll, runCli, waitReady } from '../helpers/spawn.js';
 
 let dir = '';
@@ -55,11 +58,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-test('the MQTT port held by a real Mosquitto: one line naming mqtt.port, exit 1', async () => {
+needs(!hasMosquitto && `${MOSQUITTO} is missing (apt-get install mosquitto)`, 'MQTT port held by Mosquitto')('the MQTT port held by a real Mosquitto: one line naming mqtt.port, exit 1', async () => {
   const port = await freePort();
   const conf = path.join(dir, 'mosquitto.conf');
   await writeFile(conf, `listener ${port} 127.0.0.1\nallow_anonymous true\n`);
-  const mosquitto = spawn('mosquitto', ['-c', conf], { stdio: 'ignore' });
+  const mosquitto = spawn(MOSQUITTO, ['-c', conf], { stdio: 'ignore' });
   others.add(mosquitto);
   try {
     await waitFor(() => new Promise<boolean>((resolve) => {
@@ -85,22 +88,29 @@ test('the HTTP port in use: one line naming http.port, exit 1', async () => {
   }
 });
 
-test('data_dir not writable: one line naming gateway.data_dir, exit 1', async () => {
-  // Root writes anywhere: the gateway then runs as nobody, as a service user without rights would.
-  const root = process.getuid?.() === 0;
+// Root writes anywhere: as root the gateway runs as nobody, as a service user without rights would. Nobody may
+// not enter the checkout (a 0700 parent, issue 37), so it runs a bundle of src/main.ts built into a 0755
+// directory of its own (test/helpers/other-user.ts); without root, the test's own user has no rights there.
+const root = process.getuid?.() === 0;
+needs(root && otherUserMissing(), 'data_dir not writable as nobody')('data_dir not writable: one line naming gateway.data_dir, exit 1', async () => {
   const parent = path.join(dir, 'readonly');
   await mkdir(parent, { mode: 0o555 });
   await chmod(parent, 0o555);
   const dataDir = path.join(parent, 'data');
-  const r = root ? runAsNobody(['run', '--config', config], env(dataDir)) : await runCli(['run', '--config', config], env(dataDir));
+  const r = root ? await runAsNobody(['run', '--config', config], env(dataDir)) : await runCli(['run', '--config', config], env(dataDir));
   assertOneLine(r, new RegExp(`^shadowgate: gateway\\.data_dir ${dataDir} is not writable \\(EACCES on ${dataDir}\\): .*set gateway\\.data_dir$`));
 });
 
-function runAsNobody(args: string[], extra: NodeJS.ProcessEnv): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.resolve('src/main.ts'), ...args], {
-    env: { ...process.env, ...extra, HOME: '/tmp' }, uid: 65534, gid: 65534, encoding: 'utf8', timeout: 30_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+async function runAsNobody(args: string[], extra: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const tree = await otherUserTree('sg-startup-nobody-');
+  try {
+    const main = await gatewayInto(tree);
+    const r = runAs(nobody(), [main, ...args], { cwd: tree, env: extra });
+    if (r.error) throw r.error;
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  } finally {
+    await rm(tree, { recursive: true, force: true });
+  }
 }
 
 test('a second gateway on the same data_dir stops before restoring anything; a stale lock is taken over', async () => {
