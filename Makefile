@@ -1,7 +1,7 @@
 # The two commands a user needs: `make run` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
-APT_PACKAGES := socat python3-pymodbus mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus
+APT_PACKAGES := socat python3-pymodbus python3-requests mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus iproute2
 
 .PHONY: run build test lint bench install deps system-deps node-versions clean dist image image-test reliability bundle
 
@@ -21,11 +21,11 @@ dist/.stamp: $(shell find src -type f) tsconfig.json tsconfig.build.json package
 	chmod +x dist/main.js
 	touch $@
 
-# Every test, the unit tests again on the other supported Node.js releases (scripts/test.mjs), the SD image
-# build and boot test included (scripts/image-test.sh; skipped with the reason printed where it cannot run,
-# or with SHADOWGATE_IMAGE_TEST=0).
+# The fast tier (README "Two tiers"), parts side by side (scripts/test.mjs): the type check, the uvu suite in two
+# processes, the unit tests again on the other supported Node.js releases, the SD image built and booted under
+# qemu (quick tier of scripts/image-test.sh) and the long checks; each part's time and what is left to
+# `make reliability` are printed at the end.
 test: system-deps build node-versions
-	npx tsc -p tsconfig.json --noEmit
 	node scripts/test.mjs
 
 # The release tree for a Pi: one esbuild bundle plus only the native modules (build/shadowgate/),
@@ -49,16 +49,18 @@ bundle:
 image-test: build
 	bash scripts/image-test.sh
 
-# The field campaign: kills, disk full, bus faults, bad input, auth and a 10-minute soak
-# (SOAK=1h for an hour) against the real gateway process, one table in build/reliability.md, exit 1 on any
-# miss; then the SD image with 10 real power cuts at random moments inside the VM. `make test` runs the
-# reduced set (test/reliability/) and one power cut.
+# The long tier: the field campaign (kills, disk full, bus faults, bad input, auth and a 10-minute soak,
+# SOAK=1h for an hour) against the real gateway process, one table in build/reliability.md, exit 1 on any
+# miss; then the SD image's full tier: its own reboot on a broken config, refused bundles, rollback by hand,
+# the broken bundle's fallback, 10 real power cuts at random moments inside the VM and the restore from the
+# card. `make test` runs the reduced campaigns (test/reliability/) and the image's quick tier (one power cut).
 reliability: system-deps build
 	node --import tsx scripts/reliability/run.ts
-	SHADOWGATE_IMAGE_CUTS=10 bash scripts/image-test.sh
+	SHADOWGATE_IMAGE_TIER=full SHADOWGATE_IMAGE_CUTS=10 bash scripts/image-test.sh
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p tsconfig.console.json --noEmit
 
 bench: dist
 	node --import tsx scripts/bench/run.ts
@@ -72,7 +74,8 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 	touch $@
 
 # Node.js 20, 22 and 24 as exact official binaries from the npm registry (pinned in scripts/node-versions.mjs),
-# unpacked into build/node/ once: the unit tests run on each, and dist.sh builds onoff's epoll against each.
+# unpacked once into a cache outside the checkout (~/.cache/shadowgate/node, or SHADOWGATE_CACHE): the unit tests
+# run on each, and dist.sh builds onoff's epoll against each.
 node-versions:
 	@node scripts/node-versions.mjs >/dev/null
 

@@ -3,8 +3,9 @@
 # Debian packages only (no Docker, no loop or vfat mounts; docs/deploy.md). Output:
 #   build/shadowgate-<version>-arm64.img.zst and .sha256   the image to flash
 #   build/image/shadowgate.img                             the same image uncompressed (image test)
-# Steps: 1 base rootfs (debootstrap + kernel + firmware + nodejs under qemu-user; cached as
-# build/image/base-<key>.tar.zst, the key hashing everything that goes into it), 2 the gateway from
+# Steps: 1 base rootfs (debootstrap + kernel + firmware + nodejs under qemu-user; cached outside the checkout
+# as $SHADOWGATE_CACHE/image/base-<suite>-<key>.tar.zst, SHADOWGATE_CACHE defaulting to ~/.cache/shadowgate, the
+# key hashing everything that goes into it, so a fresh clone reuses it), 2 the gateway from
 # `make dist` plus scripts/image/rootfs, 3 partitions assembled with mkfs -d / mcopy / sfdisk / dd:
 # p1 FAT boot (U-Boot, boot.scr), p2 root slot A, p3 root slot B (empty until the first update),
 # p4 data. `make bundle` (scripts/build-bundle.sh) turns the root tree left in build/image/rootfs
@@ -19,6 +20,7 @@ cd "$(dirname "$0")/.."
 TOP=$PWD
 SUITE=${SUITE:-trixie}
 WORK=$TOP/build/image
+BASE_CACHE=${SHADOWGATE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shadowgate}/image
 R=$WORK/rootfs
 DIST=$TOP/build/shadowgate
 VERSION=$(node -p 'require("./package.json").version')
@@ -156,7 +158,7 @@ SRC
 base_rootfs() {
   local key cache
   key=$(base_key)
-  cache=$WORK/base-$SUITE-$key.tar.zst
+  cache=$BASE_CACHE/base-$SUITE-$key.tar.zst
   rm -rf "$R"; mkdir -p "$R"
   if [ -f "$cache" ] && [ "${NO_CACHE:-0}" != 1 ]; then
     log "base rootfs from cache $(basename "$cache")"
@@ -166,8 +168,10 @@ base_rootfs() {
   local t0=$SECONDS
   build_base
   log "base rootfs built in $((SECONDS - t0)) s; caching"
-  rm -f "$WORK"/base-"$SUITE"-*.tar.zst
-  tar -C "$R" --zstd --numeric-owner -cpf "$cache.tmp" . && mv "$cache.tmp" "$cache"
+  # Other keys' bases stay (another clone or branch may still use them) but for the two newest: ~300 MB each.
+  mkdir -p "$BASE_CACHE"
+  find "$BASE_CACHE" -maxdepth 1 -name "base-$SUITE-*.tar.zst" -printf '%T@ %p\n' | sort -rn | tail -n +3 | cut -d' ' -f2- | xargs -r rm -f
+  tar -C "$R" --zstd --numeric-owner -cpf "$cache.tmp.$$" . && mv "$cache.tmp.$$" "$cache"
 }
 
 # ---------------------------------------------------------------- 2. the gateway

@@ -117,7 +117,7 @@ EOF
 # cross-compiled) plus this machine's own arch, as prebuilds/linux-<arch>/node.abi<N>.node, and the
 # tree's epoll.js loads it through node-gyp-build (in the tree for serialport already), which picks
 # the running Node's ABI. DIST_ARCH=host builds only this machine's arch. Builds are cached per epoll
-# version, Node version and arch under build/node/ (scripts/node-versions.mjs's cache).
+# version, Node version and arch beside the Node releases (scripts/node-versions.mjs's cache, outside the checkout).
 host_arch=$(node -p process.arch)
 case "${DIST_ARCH:-arm64}" in
   arm64) ARCHES=arm64; [ "$host_arch" = arm64 ] || ARCHES="arm64 $host_arch" ;;
@@ -135,7 +135,7 @@ for arch in $ARCHES; do
   echo "$NODE_DIRS" | while read -r major nodedir; do
     abi=$(sed -n 's/^#define NODE_MODULE_VERSION \([0-9][0-9]*\).*/\1/p' "$nodedir/include/node/node_version.h")
     [ -n "$abi" ] || { echo "dist.sh: no NODE_MODULE_VERSION in $nodedir" >&2; exit 1; }
-    cached="build/node/epoll-$EPOLL_VERSION/$(basename "$nodedir")/linux-$arch/node.abi$abi.node"
+    cached="$(dirname "$nodedir")/epoll-$EPOLL_VERSION/$(basename "$nodedir")/linux-$arch/node.abi$abi.node"
     if [ ! -f "$cached" ]; then
       # Built inside the checkout so binding.gyp's require('nan') resolves from node_modules/.
       rm -rf "$STAGE/epoll" && cp -r node_modules/epoll "$STAGE/epoll" && rm -rf "$STAGE/epoll/build"
@@ -149,7 +149,7 @@ for arch in $ARCHES; do
         echo "dist.sh: cannot cross-build epoll for $arch" >&2; exit 1
       fi || { cat "$STAGE/epoll-build.log" >&2; echo "dist.sh: epoll build for Node $major ($arch) failed" >&2; exit 1; }
       mkdir -p "$(dirname "$cached")"
-      cp "$STAGE/epoll/build/Release/epoll.node" "$cached.tmp" && mv "$cached.tmp" "$cached"
+      cp "$STAGE/epoll/build/Release/epoll.node" "$cached.tmp.$$" && mv "$cached.tmp.$$" "$cached"
     fi
     cp "$cached" "$EPOLL_OUT/prebuilds/linux-$arch/node.abi$abi.node"
   done

@@ -2,19 +2,25 @@
 // as exact official binaries from the npm registry (node-linux-<arch>@<version>: the nodejs.org tarball,
 // bin/node plus include/node, no install scripts), unpacked into a cache directory. Used by
 // scripts/test.mjs (the unit tests on each) and scripts/dist.sh (onoff's epoll built against each one's
-// headers). npm's own cache keeps the tarballs, so a fresh clone unpacks them again without the network.
+// headers). The cache lies outside the checkout (SHADOWGATE_CACHE, else ~/.cache/shadowgate), keyed by the exact
+// version, so a fresh clone finds the releases it needs already unpacked.
 //
 //   node scripts/node-versions.mjs [MAJOR...]   prints "<major> <dir>" per release, installing what is missing
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Pinned exact versions, one per supported major (bump deliberately: CI runs the unit tests on each). */
 export const NODE_VERSIONS = { 20: '20.20.2', 22: '22.23.3', 24: '24.21.0' };
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const NODE_CACHE = path.resolve(process.env.SHADOWGATE_NODE_CACHE ?? path.join(ROOT, 'build', 'node'));
+/**
+ * What the build and the tests keep between clones, content-addressed (a release's exact version, a hash of the
+ * inputs): the Node releases, their epoll builds (dist.sh) and the image's base root tree (build-image.sh).
+ */
+export const CACHE = path.resolve(process.env.SHADOWGATE_CACHE ?? path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'shadowgate'));
+export const NODE_CACHE = path.resolve(process.env.SHADOWGATE_NODE_CACHE ?? path.join(CACHE, 'node'));
 
 /** The npm package with this machine's official Node binary (the tests run it; its headers serve any arch). */
 function packageName() {
@@ -42,7 +48,12 @@ export function nodeDir(major) {
     const tar = spawnSync('tar', ['xzf', path.join(tmp, tgz), '-C', out, '--strip-components=1', '--no-same-owner'], { encoding: 'utf8' });
     if (tar.status !== 0) throw new Error(`unpacking ${tgz} failed: ${tar.stderr.trim()}`);
     rmSync(dir, { recursive: true, force: true });
-    renameSync(out, dir);
+    try {
+      renameSync(out, dir);
+    } catch (err) {
+      // Another clone's run unpacked the same release meanwhile: the same bytes, keep theirs.
+      if (!existsSync(path.join(dir, 'bin', 'node'))) throw err;
+    }
     return dir;
   } finally {
     rmSync(tmp, { recursive: true, force: true });
