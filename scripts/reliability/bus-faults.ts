@@ -154,6 +154,8 @@ function summarize(trials: readonly Trial[], baseline: Trial): string {
   const timeouts = trials.reduce((n, t) => n + (t.metrics['timeouts'] ?? 0), 0);
   parts.push(`${crc} CRC errors, ${timeouts} timeouts seen by the gateway`);
   const others = trials.reduce((n, t) => n + t.others, 0);
-  parts.push(`${trials.reduce((n, t) => n + t.violations.length, 0)} collisions by the gateway${others ? ` (${others} simultaneous starts or caused by others)` : ''}`);
+  const heldOff = trials.reduce((n, t) => n + t.heldOff, 0);
+  parts.push(`${trials.reduce((n, t) => n + t.violations.length, 0)} collisions by the gateway${others ? ` (${others} simultaneous starts or caused by others)` : ''}` +
+    `${heldOff ? `; ${heldOff} more starts while the machine kept the gateway's loop from a CPU, not counted` : ''}`);
   return parts.join('; ');
 }

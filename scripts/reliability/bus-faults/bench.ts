@@ -66,6 +66,7 @@ export class Bench {
     };
     await writeFile(this.p('config.json'), JSON.stringify(config));
     this.gateway = await startChild(this.p('config.json'));
+    this.wire.gatewayPid = this.gateway.child.pid ?? 0;
     await this.observer.connect(this.mqttPort);
     await this.settle(15_000);
   }

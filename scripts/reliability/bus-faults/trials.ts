@@ -18,6 +18,8 @@ export interface Trial {
   faulted: number;
   /** Simultaneous starts and collisions another sender caused, at the wire. */
   others: number;
+  /** Starts on a heard frame while the gateway's loop waited for a CPU (wire.ts): the machine's load, not counted. */
+  heldOff: number;
   metrics: Record<string, number>;
   /** What went wrong with the rules (offline, back online); empty when they held. */
   problems: string[];
@@ -32,6 +34,7 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const v0 = bench.wire.stats.gatewayViolations.length;
   const f0 = bench.wire.stats.faulted;
   const o0 = bench.wire.stats.otherCollisions;
+  const h0 = bench.wire.stats.heldOff;
   const start = performance.now();
   const { from, to, facts = [], problems = [] } = await fault();
   const m1 = await bench.metrics();
@@ -40,7 +43,8 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const metrics = Object.fromEntries(Object.entries(m1).map(([k, v]) => [k, v - (m0[k] ?? 0)]));
   return {
     from: start, to: performance.now(), rates: to > from ? HEALTHY.map((id) => bench.observer.rate(id, pollOf(id), from, to)) : [],
-    violations: bench.wire.stats.gatewayViolations.slice(v0), faulted: bench.wire.stats.faulted - f0, others: bench.wire.stats.otherCollisions - o0, metrics, problems, facts,
+    violations: bench.wire.stats.gatewayViolations.slice(v0), faulted: bench.wire.stats.faulted - f0, others: bench.wire.stats.otherCollisions - o0,
+    heldOff: bench.wire.stats.heldOff - h0, metrics, problems, facts,
   };
 }
 

@@ -13,10 +13,15 @@
  * read of the gateway's side that found nothing are left out (its frame may have begun before they could
  * be heard), and so are frames begun less than t3.5 before the gateway's: the gateway decides after t3.5
  * of silence and its bytes then take a millisecond or two through the OS to reach the line, so such a frame
- * began as the gateway did — a simultaneous start, which no master can avoid (counted apart).
+ * began as the gateway did — a simultaneous start, which no master can avoid (counted apart). A start on a
+ * heard byte while the gateway's event loop waited for a CPU for a character time or more since that byte was
+ * handed over is counted apart too (`heldOff`): on a machine loaded by others the loop may run its send timer
+ * before it reads what arrived meanwhile, which says how busy the machine was, not how the gateway keeps the
+ * line; on a machine at rest the wait is ~0 and every such start counts.
  */
 import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { SerialPort } from 'serialport';
+import { schedOf } from '../soak/sampler.js';
 import type { Direction, FrameFault } from './faults.js';
 
 export type Sender = 'gateway' | 'slave' | 'master2';
@@ -54,6 +59,8 @@ export interface WireStats {
   faulted: number;
   /** Silence the gateway left before its frames (ms since the last byte it can have heard), for the log. */
   gaps: number[];
+  /** Starts on a heard frame while the gateway's loop had been kept from a CPU (see the top): not its doing. */
+  heldOff: number;
 }
 
 const openPort = (path: string): Promise<SerialPort> =>
@@ -72,7 +79,9 @@ export class Wire {
   every = 20;
   /** Which frames count toward `every`: all (requests and replies) or the gateway's requests only. */
   faultOn: 'all' | 'request' = 'all';
-  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, gaps: [] };
+  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, gaps: [], heldOff: 0 };
+  /** The gateway's process: its main thread's wait for a CPU judges a start on a heard frame (0: not known). */
+  gatewayPid = 0;
   /** The gateway's side, read without blocking every millisecond and before anyone else talks. */
   private gw: number | null = null;
   /**
@@ -87,7 +96,7 @@ export class Wire {
   private readonly slaves: SerialPort[] = [];
   private txs: Tx[] = [];
   /** Hand-overs of other senders' bytes to the gateway's pty: when, and whose last byte it was. */
-  private delivered: { at: number; from: Sender; firstAt: number; bytes: number }[] = [];
+  private delivered: { at: number; from: Sender; firstAt: number; bytes: number; gatewayWaitMs: number }[] = [];
   private readonly current = new Map<string, Tx>();
   private frameNo = 0;
   private queue: { at: number; tx: Tx; index: number }[] = [];
@@ -240,13 +249,19 @@ export class Wire {
       }
       const gap = g - d.at;
       if (this.stats.gaps.length < 20_000) this.stats.gaps.push(gap);
-      if (gap < this.t35 && g - d.firstAt >= this.t35) {
+      if (gap < this.t35 && g - d.firstAt >= this.t35 && this.gatewayWaitMs() - d.gatewayWaitMs >= this.charMs) this.stats.heldOff++;
+      else if (gap < this.t35 && g - d.firstAt >= this.t35) {
         this.stats.gatewayViolations.push({ gapMs: gap, other: d.from, sinceFirstMs: g - d.firstAt, bytes: d.bytes });
         if (this.trace) console.error(`collision by the gateway at ${g.toFixed(2)} (last empty read ${this.emptyAt.toFixed(2)}):\n${this.trace.slice(-40).join('\n')}`);
       }
       else if (fresh || gap < this.t35) this.stats.otherCollisions++; // began as the gateway did: nobody can avoid that
       return;
     }
+  }
+
+  /** ms the gateway's main thread has waited for a CPU so far (0 where its pid or the kernel's count is unknown). */
+  private gatewayWaitMs(): number {
+    return this.gatewayPid ? schedOf(this.gatewayPid)?.waitMs ?? 0 : 0;
   }
 
   /** Slaves get a whole request t3.5 after its last byte (garbled where it overlapped another frame). */
@@ -289,7 +304,7 @@ export class Wire {
     }
     if (last && this.gw !== null) {
       this.writeGateway(Buffer.from(due));
-      this.delivered.push({ at: now, from: last.from, firstAt: last.handedAt!, bytes: last.handed! });
+      this.delivered.push({ at: now, from: last.from, firstAt: last.handedAt!, bytes: last.handed!, gatewayWaitMs: this.gatewayWaitMs() });
       this.trace?.push(`  ${now.toFixed(2)} -> gateway ${Buffer.from(due).toString('hex')}`);
       if (this.delivered.length > 256) this.delivered = this.delivered.slice(-64);
     }
