@@ -10,7 +10,7 @@ import { openShadowStore } from '../../src/store/shadow-store.js';
 import { startPersisting } from '../../src/store/persist-loop.js';
 import type { ShadowStore } from '../../src/store/shadow-store.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { ownMs, stamp, type Stamp } from '../helpers/lateness.js';
+import { ownMs, processStamp as stamp, type Stamp } from '../helpers/lateness.js';
 
 const now = { t: Date.UTC(2024, 0, 1) };
 const clock = { now: () => now.t, mono: () => now.t };
@@ -157,7 +157,9 @@ async function persistWhileChanging(shadow: Shadow, store: ShadowStore, interval
 
 /**
  * A store whose saves take `ms` (timed from the snapshot to the end of the write), recording both ends with
- * the time this thread had waited for a CPU: a loaded machine (a CI building an image beside the tests) keeps
+ * the time this process's threads had waited for a CPU (the loop, and the pool threads that write and fsync
+ * and the GC threads it may block on: beside a CPU hog and the rest of the suite, the loop's own wait alone
+ * left a 156 ms lag against 115 unexplained): a loaded machine (a CI building an image beside the tests) keeps
  * the persister's timers from running by tens of ms, which no schedule can undo. The bounds below take that
  * wait off each span, so they stay what the schedule decides; the old fixed ticks still exceed them.
  */
