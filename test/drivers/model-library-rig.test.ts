@@ -85,7 +85,7 @@ function ready(d: RestDevice, image: DeviceImage): boolean {
 
 rig.before(peerHook(why, async () => {
   run = await startDeviceGateway(deviceSpec(images.map((i) => [i.key, i.unit] as const)), (r, dir) => deviceRigConfig(dir, r, {
-    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: r.master, baud_rate: 9600, timeout: '300ms' }],
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: r.master, baud_rate: 9600, timeout: '1s' }],
     devices: images.map((i) => ({ id: i.key, model: i.model, bus: 'rs485', unit_id: i.unit, poll: '1s' })),
   }));
   const r = await call<{ name: string; points: { name: string; unit?: string }[] }[]>(run.gw.httpPort, '/api/v1/models');

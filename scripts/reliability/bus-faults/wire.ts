@@ -16,12 +16,12 @@
  * began as the gateway did — a simultaneous start, which no master can avoid (counted apart). A start on a
  * heard byte while the gateway's event loop waited for a CPU for a character time or more since that byte was
  * handed over is counted apart too (`heldOff`): on a machine loaded by others the loop may run its send timer
- * before it reads what arrived meanwhile, which says how busy the machine was, not how the gateway keeps the
+ * before it reads what arrived meanwhile (its serial reads also pass through libuv's pool threads, so the wait
+ * of all its threads counts), which says how busy the machine was, not how the gateway keeps the
  * line; on a machine at rest the wait is ~0 and every such start counts.
  */
-import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { SerialPort } from 'serialport';
-import { schedOf } from '../soak/sampler.js';
 import type { Direction, FrameFault } from './faults.js';
 
 export type Sender = 'gateway' | 'slave' | 'master2';
@@ -259,9 +259,19 @@ export class Wire {
     }
   }
 
-  /** ms the gateway's main thread has waited for a CPU so far (0 where its pid or the kernel's count is unknown). */
+  /**
+   * ms the gateway's threads have waited for a CPU so far, summed (0 where its pid or the kernel's count is
+   * unknown): its loop, and the pool threads its serial reads go through.
+   */
   private gatewayWaitMs(): number {
-    return this.gatewayPid ? schedOf(this.gatewayPid)?.waitMs ?? 0 : 0;
+    if (!this.gatewayPid) return 0;
+    try {
+      let ns = 0;
+      for (const task of readdirSync(`/proc/${this.gatewayPid}/task`)) ns += Number(readFileSync(`/proc/${this.gatewayPid}/task/${task}/schedstat`, 'utf8').split(' ')[1]);
+      return ns / 1e6;
+    } catch {
+      return 0;
+    }
   }
 
   /** Slaves get a whole request t3.5 after its last byte (garbled where it overlapped another frame). */
