@@ -10,6 +10,7 @@ import { waitFor } from '../helpers/http.js';
 import { watchLateness } from '../helpers/lateness.js';
 import { needs } from '../helpers/peers.js';
 import { rigConfig, withRigGateway } from '../helpers/rig-gateway.js';
+import { PROBE_LINE_SHARE } from '../../src/drivers/modbus/poller.js';
 import { rigUnavailable, sleep } from './modbus-rig.js';
 
 const why = rigUnavailable();
@@ -63,7 +64,8 @@ rigTest('20 readPoint/s at a dead unit: healthy units keep >= 90% of their poll 
       }
     };
     const firing$ = fire();
-    const loaded = await rate(8000);
+    const loadedMs = 8000;
+    const loaded = await rate(loadedMs);
     firing = false;
     await firing$;
     await Promise.all(inFlight);
@@ -72,6 +74,11 @@ rigTest('20 readPoint/s at a dead unit: healthy units keep >= 90% of their poll 
     console.log(`  unloaded ${unloaded.map((r) => r.toFixed(1)).join(' / ')} polls/s; under 20 readPoint/s at the dead unit ` +
       `${loaded.map((r) => r.toFixed(1)).join(' / ')} (${ratios.map((r) => `${Math.round(r * 100)}%`).join(', ')}); ` +
       `max queue ${maxQueue}; heap ${heapGrowth >= 0 ? '+' : ''}${heapGrowth.toFixed(1)} MB; answers ${JSON.stringify([...answers])}`);
+    // One probe per probe period reaches the line, whoever sends it (the poller or a client): a client's reads
+    // queued behind a probe fail fast when it times out. Counted, not timed: a busy machine cannot add timeouts.
+    const timeouts = [...answers].filter(([k]) => /^timeout:/.test(k)).reduce((a, [, n]) => a + n, 0);
+    const probeMs = Math.max(1000, 300 / PROBE_LINE_SHARE);
+    assert.ok(timeouts <= Math.ceil(loadedMs / probeMs) + 1, `${timeouts} client reads timed out at the dead unit in ${loadedMs} ms (one probe per ${probeMs} ms)`);
     for (const r of ratios) assert.ok(r >= 0.9, `a healthy unit kept ${Math.round(r * 100)}% of its poll rate`);
     assert.ok(maxQueue <= 20, `queue depth ${maxQueue}`);
     const total = [...answers.values()].reduce((a, b) => a + b, 0);

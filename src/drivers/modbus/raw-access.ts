@@ -60,6 +60,7 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
     const limit = bits ? Math.min(d.planOptions.maxBits ?? MAX_BITS, MAX_BITS) : Math.min(d.planOptions.maxRegisters ?? MAX_REGISTERS, MAX_REGISTERS);
     const retries = d.health.suspect ? 0 : parts.retries;
     return parts.track(d, () => owner.enqueue(PRIORITY.read, async (io) => {
+      guard(d); // again on the line: the unit may have been backed off while this waited
       const out: (number | boolean)[] = [];
       for (let a = req.address; a < req.address + req.count; a += limit) {
         const count = Math.min(limit, req.address + req.count - a);
@@ -104,7 +105,10 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
       const count = 'values' in req ? req.values.length : 1;
       image.invalidate(d.unit, table, req.address, count);
       try {
-        await parts.track(d, () => owner.enqueue(PRIORITY.write, (io) => io.request(d.unit, req, 0)));
+        await parts.track(d, () => owner.enqueue(PRIORITY.write, (io) => {
+          guard(d);
+          return io.request(d.unit, req, 0);
+        }));
       } finally {
         // Also after a timeout: the device may have taken the write.
         image.invalidate(d.unit, table, req.address, count);
