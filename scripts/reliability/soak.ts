@@ -2,7 +2,8 @@
  * Soak (issue 15 item 6): fleet F changing (soak/fleet.ts) on the gateway started as the systemd unit starts
  * it, its REST and MQTT capacity measured first in the same run, then half of each, together, for 10 minutes
  * (1 hour with SOAK=1h; 30 s reduced). Sampled every 10 s (2 s reduced): RSS, open fds, CPU, the gateway's
- * own event-loop delay, the log. After the warm-up (the first 20 %): RSS within ±5 % of its mean, no error
+ * own event-loop delay, the log. After the warm-up (the first 20 %): RSS not growing (its trend and its last
+ * fifth's median each within 5 % of the mean; a transient above the trend at most 10 %, soak/checks.ts), no error
  * line, event-loop p99 steady (last fifth ≤ 1.5 × first fifth, widened by the CPU the machine took from the
  * gateway's loop: soak/checks.ts), fds flat; and the load was really served.
  */
@@ -33,6 +34,8 @@ export interface SoakOptions {
   log: (line: string) => void;
   /** Diagnosis only (e.g. another heap cap); the campaign runs the unit's flags. */
   flags?: string[];
+  /** MiB a minute planted as a leak in the gateway (SOAK_PLANT_LEAK): the run must then be a MISS. */
+  plantLeak?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -60,9 +63,11 @@ export async function runSoak(o: SoakOptions): Promise<Row> {
   try {
     const configFile = path.join(dir, 'config.json');
     await writeFleetF(configFile);
-    const { how } = launchPlan(o.flags);
+    const how = launchPlan(o.flags).how + (o.plantLeak ? `, a leak of ${o.plantLeak} MiB/min planted (the verdict must MISS)` : '');
     try {
-      gw = await startGateway({ configFile, dataDir: path.join(dir, 'data'), readyTimeoutMs: 90_000, flags: o.flags });
+      gw = await startGateway({
+        configFile, dataDir: path.join(dir, 'data'), readyTimeoutMs: 90_000, flags: o.flags, ...(o.plantLeak ? { plantLeak: o.plantLeak } : {}),
+      });
     } catch (err) {
       return missRow(o.seconds, `${how}; did not start`, (err as Error).message);
     }
@@ -156,5 +161,7 @@ export async function runSoak(o: SoakOptions): Promise<Row> {
 
 export const soak: Campaign = async ({ reduced, log }) => {
   const seconds = reduced ? 30 : process.env.SOAK === '1h' ? 3600 : 600;
-  return [await runSoak({ seconds, intervalS: reduced ? 2 : 10, capacityS: reduced ? 2 : 10, settleS: 30, log })];
+  // SOAK_PLANT_LEAK=MB: the verdict's own check, by hand (`--only soak`); its row must read MISS.
+  const plantLeak = Number(process.env.SOAK_PLANT_LEAK ?? 0);
+  return [await runSoak({ seconds, intervalS: reduced ? 2 : 10, capacityS: reduced ? 2 : 10, settleS: 30, log, ...(plantLeak > 0 ? { plantLeak } : {}) })];
 };

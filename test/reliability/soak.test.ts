@@ -18,6 +18,7 @@ test('verdicts: a flat series passes, a drifting one misses', () => {
   assert.ok(judgeRss(series((i) => 100 + (i % 2))).ok);
   const drift = judgeRss(series((i) => 100 + i));
   assert.not.ok(drift.ok);
+  assert.ok(drift.leak);
   assert.ok(drift.mbPerHour > 300, `trend ${drift.mbPerHour}`);
   assert.not.ok(judgeFds(series(() => 100, (() => { let n = 40; return () => n++; })())).ok);
   // Each window read twice (sampling faster than the gateway's 10 s windows) counts once.
@@ -28,6 +29,38 @@ test('verdicts: a flat series passes, a drifting one misses', () => {
   assert.not.ok(eld([10, 10, 11, 12, 14, 16, 18, 20, 22, 24]).ok);
   assert.not.ok(judgeEld([{ eld: null }, { eld: null }]).ok, 'no figures is no pass');
   assert.is(judgeEld([{ eld: { p99: 0, max: 0 } }, { eld: { p99: 5, max: 9 } }]).n, 1, 'zeros: no window completed yet');
+});
+
+/** A 10-minute soak after its warm-up: 49 samples every 10 s (t = 120..600 s), a history seal every 90 s. */
+const tenMinutes = (rss: (t: number) => number) => Array.from({ length: 49 }, (_, i) => {
+  const t = 120 + 10 * i;
+  return { t, rss: rss(t) * MiB, seals: Math.floor(t / 90) };
+});
+/** The seal's transient: +7 MB on the sample just after a seal (the footprint profile's 5–7 MB, a second long). */
+const sealSpike = (t: number): number => (t % 90 < 10 ? 7 : 0);
+
+test('RSS verdict: the seal transients of a flat run pass and are reported beside their seals; a planted leak misses', () => {
+  // The run that went red on a ±5% band: 106.5-115.4 MB around 108.5 MB, flat (-0.2 MB/h), spikes at seals.
+  const flat = judgeRss(tenMinutes((t) => 108 + ((t / 10) % 3) * 0.5 + sealSpike(t)));
+  assert.ok(flat.ok, JSON.stringify(flat));
+  assert.not.ok(flat.leak);
+  assert.ok(flat.transients.length >= 4, `${flat.transients.length} transients`);
+  assert.ok(flat.transients.every((x) => x.seal), 'each beside a seal');
+  // 1 MiB a minute retained, the same spikes on top: 8 MB over the 480 s window (7.4% of 108 MB).
+  const leak = judgeRss(tenMinutes((t) => 108 + (t - 120) / 60 + ((t / 10) % 3) * 0.5 + sealSpike(t)));
+  assert.not.ok(leak.ok);
+  assert.ok(leak.leak);
+  assert.ok(Math.abs(leak.mbPerHour - 60) < 10, `trend ${leak.mbPerHour} MB/h`);
+  // A spike on the last samples lifts the line but not the last fifth's median: a transient, not a leak.
+  const lateSpike = judgeRss(tenMinutes((t) => 108 + (t >= 590 ? 9 : 0)));
+  assert.ok(lateSpike.ok, JSON.stringify(lateSpike));
+  assert.ok(lateSpike.transients.some((x) => !x.seal), 'reported with no seal beside it');
+  // A transient past the bound (10% of the mean) is a MISS of its own.
+  const huge = judgeRss(tenMinutes((t) => 108 + (t === 300 ? 14 : 0)));
+  assert.not.ok(huge.ok);
+  assert.not.ok(huge.leak);
+  // A step that stays (a cache that filled and never emptied) moves both the line and the medians.
+  assert.not.ok(judgeRss(tenMinutes((t) => 108 + (t >= 360 ? 9 : 0))).ok);
 });
 
 test('verdicts: a p99 grown as much as the machine stretched the loop passes; grown beyond that it misses', () => {

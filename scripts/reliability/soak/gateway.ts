@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { BUNDLE, MAIN } from '../../bench/child.js';
 import { unitEnvironment, unitNodeFlags } from '../../unit.js';
 
@@ -48,7 +49,11 @@ export interface StartOptions {
   readyTimeoutMs: number;
   /** Only for diagnosing the soak itself; the campaign always runs with the unit's flags. */
   flags?: string[];
+  /** MiB a minute the gateway is made to retain (plant-leak.mjs): the verdict's own check. */
+  plantLeak?: number;
 }
+
+const PLANT_LEAK = path.join(path.dirname(fileURLToPath(import.meta.url)), 'plant-leak.mjs');
 
 /** What runs: the bundle when there is one, else dist/main.js; the unit's flags unless told otherwise. */
 export function launchPlan(flags?: string[]): { entry: string; flags: string[]; how: string } {
@@ -66,9 +71,13 @@ export function launchPlan(flags?: string[]): { entry: string; flags: string[]; 
 export function startGateway(o: StartOptions): Promise<SoakGateway> {
   const { entry, flags } = launchPlan(o.flags);
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...flags, entry, 'run'], {
+  const leak = o.plantLeak ? ['--import', PLANT_LEAK] : [];
+  const child = spawn(process.execPath, [...flags, ...leak, entry, 'run'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...unitEnvironment(), SHADOWGATE_CONFIG: o.configFile, SHADOWGATE_DATA_DIR: o.dataDir },
+    env: {
+      ...process.env, ...unitEnvironment(), SHADOWGATE_CONFIG: o.configFile, SHADOWGATE_DATA_DIR: o.dataDir,
+      ...(o.plantLeak ? { SOAK_PLANT_LEAK: String(o.plantLeak) } : {}),
+    },
   });
   const log: LogCounts = { errors: 0, errorsAtStop: 0, warnings: 0, lines: 0, firstErrors: [], stderrHead: '' };
   let exitedAt: number | null = null;

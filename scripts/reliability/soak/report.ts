@@ -1,7 +1,7 @@
 /** The soak's one table row: verdicts, the figure (configuration, capacity, what was served, what was measured) and a note. */
 import os from 'node:os';
 import type { Row } from '../table.js';
-import { afterWarmup, GOAL, judgeEld, judgeFds, judgeRss, loopLoad, type Sample } from './checks.js';
+import { afterWarmup, GOAL, judgeEld, judgeFds, judgeRss, loopLoad, riseGoal, type RssVerdict, type Sample } from './checks.js';
 import { fleetLabel } from './fleet.js';
 import type { LogCounts } from './gateway.js';
 
@@ -30,24 +30,30 @@ const int = (x: number): string => Math.round(x).toLocaleString('en');
 const span = (s: number): string => (s >= 3600 ? `${s / 3600} h` : s >= 60 ? `${s / 60} min` : `${s} s`);
 
 export const soakTest = (seconds: number): string => `soak ${span(seconds)}, fleet F at ½ REST + ½ MQTT capacity`;
-export const SOAK_GOAL = `after ${GOAL.warmup * 100}% warm-up: RSS ±${GOAL.rssBand * 100}% of mean, 0 error lines, event-loop p99 last ≤ ${GOAL.eldGrowth}× first (or + ${GOAL.eldFloorMs} ms; ` +
+export const soakGoal = (seconds: number): string => `after ${GOAL.warmup * 100}% warm-up: RSS trend and last-fifth median each risen ≤ ${riseGoal(seconds) * 100}% of mean, ` +
+  `no sample > ${GOAL.rssTransient * 100}% above the trend (transients reported with the history seals beside them), 0 error lines, event-loop p99 last ≤ ${GOAL.eldGrowth}× first (or + ${GOAL.eldFloorMs} ms; ` +
   'times as much as the machine stretched the loop more than in the first), ' +
   `fds max−min ≤ ${GOAL.fdSpread}; ≥ ${GOAL.served * 100}% of both targets served (of the share of them the machine still left CPU for) and of the exports at the # subscriber, 0 failed; ` +
   'stops cleanly under the load (exit 0 in the unit\'s 20 s)';
 
 /** A soak that never got to its load (no gateway, no subscriber tool, died early). */
 export const missRow = (seconds: number, figure: string, note: string): Row =>
-  ({ test: soakTest(seconds), trials: 1, survived: 0, lost: '?', figure: `${fleetLabel()}; ${figure}`, goal: SOAK_GOAL, ok: false, note });
+  ({ test: soakTest(seconds), trials: 1, survived: 0, lost: '?', figure: `${fleetLabel()}; ${figure}`, goal: soakGoal(seconds), ok: false, note });
 
-/** The samples outside the RSS band, as `t=… s … MB` (the first 6). */
-function outside(samples: readonly Sample[], mean: number): string {
-  const out = samples.filter((x) => Math.abs(x.rss - mean) > GOAL.rssBand * mean);
-  return out.slice(0, 6).map((x) => `t=${x.t.toFixed(0)} s ${MB(x.rss)} MB`).join(', ') + (out.length > 6 ? ` and ${out.length - 6} more` : '');
+/** The transients above the RSS trend, as `t=… s +… MB (seal)` (the first 6). */
+function transients(rss: RssVerdict): string {
+  const out = rss.transients;
+  if (!out.length) return 'none';
+  return out.slice(0, 6).map((x) => `t=${x.t.toFixed(0)} s +${MB(x.above)} MB (${x.seal ? 'a history seal beside it' : 'no seal beside it'})`).join(', ') +
+    (out.length > 6 ? ` and ${out.length - 6} more` : '');
 }
+
+/** The trend's rise over the window, `+… MB (…%)`. */
+const rise = (rss: RssVerdict): string => `${rss.rise >= 0 ? '+' : ''}${MB(rss.rise)} MB (${((100 * rss.rise) / rss.mean).toFixed(1)}%)`;
 
 export function soakRow(r: SoakRun): Row {
   const settled = afterWarmup(r.samples, r.seconds);
-  const rss = judgeRss(settled);
+  const rss = judgeRss(settled, riseGoal(r.seconds));
   const eld = judgeEld(settled, [r.first, ...r.samples]);
   const fds = judgeFds(settled);
   const restTarget = r.capacity.rest / 2;
@@ -75,7 +81,8 @@ export function soakRow(r: SoakRun): Row {
 
   const changes = (last.historySamples - r.first.historySamples) / dt;
   const measured = settled.length >= 2
-    ? `RSS ${MB(rss.min)}–${MB(rss.max)} MB (±${(rss.band * 100).toFixed(1)}% of ${MB(rss.mean)}; median ${MB(rss.firstMedian)} → ${MB(rss.lastMedian)} MB first → last fifth); ` +
+    ? `RSS ${MB(rss.min)}–${MB(rss.max)} MB (trend ${rss.mbPerHour.toFixed(1)} MB/h, ${rise(rss)} over the window; median ${MB(rss.firstMedian)} → ${MB(rss.lastMedian)} MB first → last fifth; ` +
+      `transients above the trend: ${transients(rss)}); ` +
       `event-loop p99 ${eld.first.toFixed(1)} → ${eld.last.toFixed(1)} ms (max p99 ${eld.maxP99.toFixed(1)}, max ${eld.max.toFixed(0)} ms; ` +
       `loop ${Math.round(eld.busy * 100)}% busy, stretched ${eld.stretchFirst.toFixed(2)} → ${eld.stretchLast.toFixed(2)}× by the machine: bound ${eld.bound.toFixed(1)} ms); ` +
       `fds ${fds.min}–${fds.max}`
@@ -86,8 +93,10 @@ export function soakRow(r: SoakRun): Row {
 
   const why = [
     r.died,
-    settled.length >= 2 && !rss.ok && `RSS left the ±${GOAL.rssBand * 100}% band: ${MB(rss.min)}–${MB(rss.max)} MB around ${MB(rss.mean)} MB (${(rss.band * 100).toFixed(1)}%, least-squares trend ${rss.mbPerHour.toFixed(1)} MB/h over ${rss.n} samples; ` +
-      `outside: ${outside(settled, rss.mean)})`,
+    settled.length >= 2 && rss.leak && `RSS grows: the least-squares trend rose ${rise(rss)} over the window (${rss.mbPerHour.toFixed(1)} MB/h, ${rss.n} samples) and ` +
+      `the median ${MB(rss.firstMedian)} → ${MB(rss.lastMedian)} MB first → last fifth, both over ${riseGoal(r.seconds) * 100}% of ${MB(rss.mean)} MB`,
+    settled.length >= 2 && rss.maxAbove > GOAL.rssTransient * rss.mean && `RSS ${MB(rss.maxAbove)} MB above its trend, over the ${GOAL.rssTransient * 100}% ` +
+      `bound on a transient (${MB(GOAL.rssTransient * rss.mean)} MB): ${transients(rss)}`,
     settled.length >= 2 && !eld.ok && `event-loop p99 ${eld.first.toFixed(1)} → ${eld.last.toFixed(1)} ms (${(eld.last / eld.first).toFixed(2)}×, ${eld.n} windows; ` +
       `bound ${eld.bound.toFixed(1)} ms with the machine's stretch ${eld.stretchFirst.toFixed(2)} → ${eld.stretchLast.toFixed(2)}×)`,
     settled.length >= 2 && !fds.ok && `fds spread ${fds.min}–${fds.max}`,
@@ -110,6 +119,6 @@ export function soakRow(r: SoakRun): Row {
     `MQTT exporter ${int(exported / dt)} events+states/s; SIGTERM under the load (${r.sets.inFlight} sets in flight), stopped in ${(r.stop.ms / 1000).toFixed(1)} s`;
   return {
     test: soakTest(r.seconds), trials: 1, survived: ok ? 1 : 0, lost: `${failed} requests, ${r.log.errors} error lines`,
-    figure, goal: SOAK_GOAL, ok, note: [...why, info].join('; '),
+    figure, goal: soakGoal(r.seconds), ok, note: [...why, info].join('; '),
   };
 }

@@ -31,7 +31,7 @@ function ownCpu(): number {
 interface SystemData {
   memory?: { heapUsed?: number; heapTotal?: number };
   eventLoop?: { windowP99Ms?: number; windowMaxMs?: number; p99Ms?: number; maxMs?: number };
-  history?: { recordedSamples?: number; droppedSamples?: number };
+  history?: { recordedSamples?: number; droppedSamples?: number; compactions?: number };
   mqtt?: { exporter?: { events?: number; states?: number } };
 }
 
@@ -46,5 +46,6 @@ export async function takeSample(pid: number, httpPort: number, t: number): Prom
     eldRun: d.eventLoop?.p99Ms !== undefined ? { p99: d.eventLoop.p99Ms, max: d.eventLoop.maxMs ?? NaN } : null,
     historySamples: (d.history?.recordedSamples ?? 0) + (d.history?.droppedSamples ?? 0), historyDropped: d.history?.droppedSamples ?? 0,
     exported: (d.mqtt?.exporter?.events ?? 0) + (d.mqtt?.exporter?.states ?? 0),
+    ...(d.history?.compactions !== undefined ? { seals: d.history.compactions } : {}),
   };
 }
