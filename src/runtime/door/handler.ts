@@ -130,6 +130,9 @@ export function createHandler(parts: HandlerParts): (frame: MbapFrame, client: s
           return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, cached as boolean[]) : encodeRegisters(req.fc as 3 | 4, cached as number[]);
         }
       }
+      // A unit backed off as dead costs no bus frame: 0x0B at once, never 0x06 for a budget it does not use (a
+      // client polling it fast got 21 × 0x0B, then 0x06 for the rest once its tokens were spent on nothing).
+      if (!access.state(unit.device).online) return fail(client, frame.unit, fc, EXCEPTION.targetFailed);
       if (!budget.take(clock.mono())) return fail(client, frame.unit, fc, EXCEPTION.busy);
       budget.waiting++;
       try {
