@@ -121,9 +121,15 @@ export const busFaults: Campaign = async ({ reduced, log, trials }) => {
 /** Why a trial missed its goal (empty when it met it). */
 function judge(t: Trial, baseline: Trial, corrupt: number): string[] {
   const out = [...t.problems];
+  // The goal is of the window the gateway and the relay had a CPU for (beside another job they wait for one; on
+  // a machine at rest `lost` is ~0 and the goal is the plain 90%), widened by what the baseline had beyond it.
+  const goal = RATE_GOAL * (1 - Math.max(0, t.lost - baseline.lost));
   t.rates.forEach((r, i) => {
     const ratio = r / baseline.rates[i]!;
-    if (ratio < RATE_GOAL) out.push(`${HEALTHY[i]} kept ${pct(ratio)} of its poll rate (${r.toFixed(2)}/s vs ${baseline.rates[i]!.toFixed(2)}/s)`);
+    if (ratio < goal) {
+      out.push(`${HEALTHY[i]} kept ${pct(ratio)} of its poll rate (${r.toFixed(2)}/s vs ${baseline.rates[i]!.toFixed(2)}/s; goal ${pct(goal)}` +
+        `${goal < RATE_GOAL ? `, the machine kept the gateway or the relay from a CPU ${pct(t.lost)} of the window vs ${pct(baseline.lost)} in the baseline` : ''})`);
+    }
   });
   if (t.violations.length) out.push(`the gateway started ${t.violations.length} frames on a frame or within t3.5 of it (${t.violations.slice(0, 5).map((v) => `${v.gapMs.toFixed(1)} ms after byte ${v.bytes} of a ${v.other} frame begun ${v.sinceFirstMs.toFixed(1)} ms before`).join(', ')})`);
   if (corrupt) out.push(`${corrupt} corrupted values reached the shadow`);
@@ -132,7 +138,8 @@ function judge(t: Trial, baseline: Trial, corrupt: number): string[] {
 
 function describe(t: Trial, baseline: Trial): string[] {
   return [
-    ...(t.rates.length ? [`${HEALTHY.map((id, i) => `${id} ${pct(t.rates[i]! / baseline.rates[i]!)}`).join(', ')} of baseline rate`] : []),
+    ...(t.rates.length ? [`${HEALTHY.map((id, i) => `${id} ${pct(t.rates[i]! / baseline.rates[i]!)}`).join(', ')} of baseline rate ` +
+      `(gateway or relay waiting for a CPU ${pct(t.lost)} of the window, baseline ${pct(baseline.lost)})`] : []),
     ...t.facts,
     `${t.faulted} frames hit, bus ${Object.entries(t.metrics).map(([k, v]) => `${k} +${v}`).join(' ')}`,
     `${t.violations.length} collisions by the gateway`,

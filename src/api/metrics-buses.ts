@@ -59,7 +59,7 @@ const MODBUS_BUS: StatTable = {
   exceptions: ['exceptions', 'counter', 'Modbus exception answers on the bus.'],
   errors: ['errors', 'counter', 'Other failed requests on the bus (link errors).'],
   reopens: ['reopens', 'counter', 'Times the bus link was reopened after a failure.'],
-  strayAnswers: ['stray_answers', 'counter', 'Answers from a Modbus TCP link that match no outstanding request (late replies), dropped.'],
+  strayAnswers: ['stray_answers', 'counter', 'Late answers to requests that had timed out, dropped (TCP: by transaction id; RTU: by unit, function, length and CRC).'],
   lastRttMs: ['last_rtt_seconds', 'ms', 'Round-trip time of the last answered request on the bus, seconds.'],
   queueDepth: ['queue_depth', 'gauge', 'Requests waiting for the bus.'],
 };

@@ -99,4 +99,49 @@ test('a request handed over in bursts with more than t3.5 between them still hol
   assert.is(l.busyUntil(), 0);
 });
 
+test('a late answer to our own timed-out request: counted, dropped, never another master (whole, in bursts, an FC 6 echo, an exception)', () => {
+  const l = new LineListener(4, 50);
+  l.expectLate(2, 3, 1000);
+  l.heard(readAnswer.subarray(0, 3), 100, 300);
+  assert.is(l.lastHeardAt(), -Infinity, 'a part of it: not yet taken for anyone');
+  l.heard(readAnswer.subarray(3), 110, 300);
+  assert.is(l.lateAnswers, 1);
+  assert.is(l.lastHeardAt(), -Infinity, 'the line is not shared by our own late answer');
+  assert.is(l.answerPendingUntil(), 0);
+  assert.is(l.busyUntil(), 0);
+  // An FC 6 answer is the request's echo: ours, late, it holds nothing as a request would.
+  l.expectLate(2, 6, 1000);
+  l.heard(writeReq, 200, 300);
+  assert.is(l.lateAnswers, 2);
+  assert.is(l.answerPendingUntil(), 0);
+  l.expectLate(2, 3, 1000);
+  l.heard(frame(2, 0x83, 2), 300, 300);
+  assert.is(l.lateAnswers, 3, 'an exception answer');
+  assert.is(l.lastHeardAt(), -Infinity);
+});
+
+test('what is not our late answer is another master: another unit or function, a bad CRC, past the window, or nothing expected', () => {
+  const cases: [string, (l: LineListener) => void][] = [
+    ['another unit', (l) => { l.expectLate(5, 3, 1000); l.heard(readAnswer, 100, 300); }],
+    ['another function', (l) => { l.expectLate(2, 4, 1000); l.heard(readAnswer, 100, 300); }],
+    ['a bad CRC', (l) => { l.expectLate(2, 3, 1000); l.heard(Buffer.from([...readAnswer.subarray(0, 7), 0, 0]), 100, 300); }],
+    ['past the window', (l) => { l.expectLate(2, 3, 50); l.heard(readAnswer, 100, 300); }],
+    ['nothing expected', (l) => { l.heard(readAnswer, 100, 300); }],
+    ['a request from another master', (l) => { l.expectLate(2, 3, 1000); l.heard(readReq, 100, 300); }],
+  ];
+  for (const [name, run] of cases) {
+    const l = new LineListener(4, 50);
+    run(l);
+    assert.is(l.lateAnswers, 0, name);
+    assert.is(l.lastHeardAt(), 100, name);
+  }
+  // A part that never became the answer (silence, then another frame): heard, at its last byte.
+  const l = new LineListener(4, 50);
+  l.expectLate(2, 3, 1000);
+  l.heard(readAnswer.subarray(0, 3), 100, 300);
+  l.heard(readReq, 400, 300);
+  assert.is(l.lateAnswers, 0);
+  assert.is(l.lastHeardAt(), 400);
+});
+
 test.run();

@@ -149,6 +149,32 @@ rigTest('alone on the line, an answer faster than usual is a good answer (a pty,
   });
 });
 
+rigTest('a late answer to our own timed-out request is counted and dropped; the line stays unshared and the next fast answer is good', async () => {
+  await withLine(async (t, line, answerWith) => {
+    let mode: 'usual' | 'late' | 'fast' = 'usual';
+    answerWith(() => {
+      if (mode === 'fast') return answer(1, 7);
+      const value = mode === 'late' ? 6 : 5;
+      setTimeout(() => line.write(answer(1, value)), mode === 'late' ? 350 : 30);
+      return null;
+    });
+    for (let i = 0; i < 5; i++) assert.equal(await t.request(1, read, 1000), [5]);
+    mode = 'late';
+    const sent = performance.now();
+    try {
+      await t.request(1, read, 200);
+      assert.unreachable('the answer held past the timeout');
+    } catch (err) {
+      assert.match(String(err), /timeout|did not answer|within/i);
+    }
+    await t.drain(50, 1000);
+    await waitFor('the late answer heard', () => t.lastRxAt() > 0 && performance.now() - t.lastRxAt() > 20 && performance.now() - sent > 400, 3000);
+    mode = 'fast'; // at once: far under a quarter of the usual 30 ms
+    assert.equal(await t.request(1, read, 1000), [7], 'our own late answer did not make the line shared');
+    assert.is(t.strayAnswers(), 1);
+  });
+});
+
 rigTest('bytes heard before a request (another master\'s traffic) are never taken for its answer; every byte is stamped', async () => {
   await withLine(async (t, line, answerWith) => {
     const before = performance.now();

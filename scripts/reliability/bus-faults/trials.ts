@@ -6,6 +6,16 @@
 import { Bench, DEVICES, HEALTHY, TIMEOUT_MS } from './bench.js';
 import { sleep, waitFor } from './procs.js';
 import type { Violation } from './wire.js';
+import { readFileSync } from 'node:fs';
+
+/** ms a thread has waited for a CPU so far (/proc/…/schedstat; 0 where the kernel does not say). */
+function waitedMs(file: string): number {
+  try {
+    return Number(readFileSync(file, 'utf8').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
+  }
+}
 
 export interface Trial {
   /** Span the trial's reports belong to (for corrupted values), ms on this process's clock. */
@@ -20,6 +30,11 @@ export interface Trial {
   others: number;
   /** Starts on a heard frame while the gateway's loop waited for a CPU (wire.ts): the machine's load, not counted. */
   heldOff: number;
+  /**
+   * Share of the fault's window the machine kept the gateway's event loop or the relay (this process's loop)
+   * from a CPU, the larger of the two: polls it could not run or relay, through no fault of the gateway.
+   */
+  lost: number;
   metrics: Record<string, number>;
   /** What went wrong with the rules (offline, back online); empty when they held. */
   problems: string[];
@@ -35,8 +50,11 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const f0 = bench.wire.stats.faulted;
   const o0 = bench.wire.stats.otherCollisions;
   const h0 = bench.wire.stats.heldOff;
+  const loops = (): number[] => [waitedMs(`/proc/${bench.wire.gatewayPid}/task/${bench.wire.gatewayPid}/schedstat`), waitedMs('/proc/thread-self/schedstat')];
+  const w0 = loops();
   const start = performance.now();
   const { from, to, facts = [], problems = [] } = await fault();
+  const w1 = loops();
   const m1 = await bench.metrics();
   await bench.settle(SETTLE_MS).catch(() => problems.push(`not every device polled again ${SETTLE_MS / 1000} s after the fault`));
   await sleep(500); // cycles made up after the fault stay out of the next trial's window
@@ -44,7 +62,8 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   return {
     from: start, to: performance.now(), rates: to > from ? HEALTHY.map((id) => bench.observer.rate(id, pollOf(id), from, to)) : [],
     violations: bench.wire.stats.gatewayViolations.slice(v0), faulted: bench.wire.stats.faulted - f0, others: bench.wire.stats.otherCollisions - o0,
-    heldOff: bench.wire.stats.heldOff - h0, metrics, problems, facts,
+    heldOff: bench.wire.stats.heldOff - h0, lost: to > from ? Math.min(1, Math.max(0, ...w1.map((w, i) => w - w0[i]!)) / (to - from)) : 0,
+    metrics, problems, facts,
   };
 }
 

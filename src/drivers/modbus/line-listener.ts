@@ -5,7 +5,7 @@
  * — same unit, function and length, so it would pass every check — for its own. So a request heard on the
  * line holds the line until its answer begins or the response timeout has passed.
  */
-import { crcOk, expectedRequestLength, expectedResponseLength, MAX_FRAME, MIN_FRAME } from '../../protocol/modbus/frame.js';
+import { crcOk, expectedRequestLength, expectedResponseLength, MAX_FRAME, MIN_FRAME, NEED_MORE, UNKNOWN } from '../../protocol/modbus/frame.js';
 
 /** Where the whole request frame (any function code frame.ts can size, good CRC) that ends `bytes` starts; -1: none. */
 export function requestEndingAt(bytes: Uint8Array): number {
@@ -37,6 +37,14 @@ export class LineListener {
   private pendingUnit = 0;
   private pendingFc = 0;
   private midFrameUntil = 0;
+  /** Our own request that timed out: until `until`, its answer may still come, and is then no other master's. */
+  private late = { unit: 0, fc: 0, until: 0 };
+  /** The frame being heard may still become that late answer (not taken for another master's yet). */
+  private latePart = false;
+  /** When bytes of another master (or noise) were last heard: not our own late answers. */
+  private foreignAt = -Infinity;
+  /** Late answers to our own timed-out requests, recognised by unit, function, length and CRC, and dropped. */
+  lateAnswers = 0;
 
   /**
    * `gapMs`: silence that ends a frame (t3.5). `holdMs`: how long bytes that do not end a whole frame hold
@@ -58,19 +66,47 @@ export class LineListener {
       // Silence after a whole frame (or after a hold that ran out) begins a new one; bytes that did not end a
       // frame yet are kept: a relay or an adapter that hands a frame over in bursts leaves more than t3.5
       // inside it, and a request split so would otherwise never be recognised (nor its answer waited for).
+      if (this.latePart) this.foreignAt = this.lastAt; // it never became our late answer
       this.answering = false;
       this.frame = Buffer.from(chunk);
     } else {
       this.frame = Buffer.concat([this.frame, chunk]).subarray(-256);
     }
     this.lastAt = now;
-    const request = this.answering ? -1 : requestEndingAt(this.frame);
+    // A late answer to our own request is told from the frame itself (unit, function, length, CRC), never from
+    // how fast it came: counted and dropped, it neither marks the line shared nor holds it as a request would
+    // (an FC 5/6 answer looks like one).
+    const late = this.answering ? 'no' : this.lateAnswer(now);
+    this.latePart = late === 'part';
+    if (late === 'whole') {
+      this.lateAnswers++;
+      this.late.until = 0;
+      this.midFrameUntil = 0;
+      return;
+    }
+    if (late === 'no') this.foreignAt = now;
+    const request = this.answering || late === 'part' ? -1 : requestEndingAt(this.frame);
     if (request >= 0) {
       this.pendingUntil = now + answerWaitMs;
       this.pendingUnit = this.frame[request]!;
       this.pendingFc = this.frame[request + 1]!;
     }
     this.midFrameUntil = this.holdMs > 0 && !endsWithFrame(this.frame) ? now + this.holdMs : 0;
+  }
+
+  /** Our request `unit`/`fc` timed out: an answer to it heard until `until` is ours, late (not another master's). */
+  expectLate(unit: number, fc: number, until: number): void {
+    this.late = { unit, fc, until };
+  }
+
+  /** Whether the frame heard so far is the late answer to our timed-out request: whole, a part of it, or not. */
+  private lateAnswer(now: number): 'whole' | 'part' | 'no' {
+    const f = this.frame;
+    const { unit, fc, until } = this.late;
+    if (now > until || f[0] !== unit || (f.length >= 2 && (f[1]! & 0x7f) !== fc)) return 'no';
+    const length = expectedResponseLength(f, 0, f.length, fc);
+    if (length === NEED_MORE || (length !== UNKNOWN && f.length < length)) return 'part';
+    return length === f.length && crcOk(f, 0, length) ? 'whole' : 'no';
   }
 
   /** Whether `chunk` can begin the answer to the pending request: its unit, its function code or its exception. */
@@ -81,14 +117,15 @@ export class LineListener {
   /** Our own transaction takes the line: what came before it is no longer pending. */
   reset(): void {
     this.frame = Buffer.alloc(0);
+    this.latePart = false;
     this.answering = false;
     this.pendingUntil = 0;
     this.midFrameUntil = 0;
   }
 
-  /** When bytes were last heard outside our own transactions (-Infinity: never). */
+  /** When bytes of another master (or noise) were last heard outside our own transactions (-Infinity: never). */
   lastHeardAt(): number {
-    return this.lastAt;
+    return this.foreignAt;
   }
 
   /** Until when another master's request may still be answered (0: none pending). */

@@ -19,6 +19,12 @@ type Answer = number[] | boolean[] | undefined;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * How many timeouts after one an answer to it is still taken as late (ours) rather than another master's: a
+ * slow meter answers a little past the timeout, not seconds later.
+ */
+const LATE_ANSWER_WINDOW = 4;
+
 export class RtuTransport implements ModbusTransport {
   readonly kind = 'rtu' as const;
   readonly label: string;
@@ -47,6 +53,8 @@ export class RtuTransport implements ModbusTransport {
   private resolve: (data: Answer) => void = () => {};
   private reject: (err: Error) => void = () => {};
   private timer: NodeJS.Timeout | undefined;
+  /** Late answers recognised by lines closed since (each open builds a fresh line). */
+  private lateBefore = 0;
 
   constructor(private readonly options: RtuOptions) {
     this.label = options.path;
@@ -92,6 +100,7 @@ export class RtuTransport implements ModbusTransport {
     this.line = null;
     this.settle(new Error(`${this.label} was closed`));
     if (!line) return;
+    this.lateBefore += line.listener.lateAnswers;
     let guard: NodeJS.Timeout | undefined;
     // A vanished device may never let close() return.
     await Promise.race([line.close().catch(() => {}), new Promise<void>((resolve) => (guard = setTimeout(resolve, 1000)))]);
@@ -192,6 +201,8 @@ export class RtuTransport implements ModbusTransport {
 
   private readonly onTimeout = (): void => {
     this.timer = undefined;
+    // Its answer may still come (a slow meter): heard later, it is told apart from another master's traffic.
+    if (this.req) this.line?.listener.expectLate(this.unit, this.req.fc, performance.now() + LATE_ANSWER_WINDOW * this.timeoutMs);
     this.settle(new WireTimeout(this.timeoutMs));
   };
 
@@ -205,6 +216,11 @@ export class RtuTransport implements ModbusTransport {
     this.line?.end();
     if (err) this.reject(err);
     else this.resolve(data);
+  }
+
+  /** Late answers to timed-out requests, recognised on the line and dropped. */
+  strayAnswers(): number {
+    return this.lateBefore + (this.line?.listener.lateAnswers ?? 0);
   }
 
   private markLost(line: RtuLine, reason: string): void {
