@@ -131,11 +131,14 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
 
   const readPoints = async (d: CompiledDevice, points: readonly ModbusPoint[], errors?: Record<string, string>): Promise<Record<string, RawValue>> => {
     const values: Record<string, RawValue> = {};
+    // Only a device this bus polls is held to its backoff: a probe's device (compiled for the probe, its health
+    // nobody's) reads every point, so each says why it failed.
+    const polled = devices.get(d.id) === d;
     for (const request of planGroup(points, d.planOptions, 0)) {
       try {
-        const data = await track(d, () => owner.enqueue(PRIORITY.read, onLine(d, (io) =>
-          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, d.health.suspect ? 0 : parts.retries),
-        )));
+        const ask = (io: BusIo): Promise<unknown> =>
+          io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, d.health.suspect ? 0 : parts.retries);
+        const data = await track(d, () => owner.enqueue(PRIORITY.read, polled ? onLine(d, ask) : ask));
         Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
       } catch (err) {
         if (!errors) throw err;
