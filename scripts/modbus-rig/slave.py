@@ -11,7 +11,7 @@ through TCP by an independent client (mbpoll).
 slave, RTU and TCP together), so a test counts the frames that reached the device.
 --write-delay S: writes (FC 5, 6, 15, 16) to address 150 and up are answered S seconds late (a slow EEPROM write).
 
-Unit 5 has a sparse map (holes answer exception 2). SIGUSR1 toggles unit 2 between answering and silent (a slave that dies and comes back).
+Unit 5 has a sparse map (holes answer exception 2); unit 6 has no holding register 0. SIGUSR1 toggles unit 2 between answering and silent (a slave that dies and comes back).
 Prints READY on stdout once every server is listening. Exits on SIGTERM.
 """
 import argparse, asyncio, json, os, signal, struct, sys, time, logging
@@ -73,10 +73,19 @@ def sparse():
                               ir=ModbusSparseDataBlock({0: [0]}), zero_mode=True)
 
 
+def no_holding_zero():
+    """Unit 6: a sensor with no holding register 0 (an XY-MD02: readings in input 1..2, settings from holding
+    0x0101), so a scan's probe of holding 0 gets exception 2 (illegal data address), which proves it is there."""
+    return CountingContext(6, di=ModbusSparseDataBlock({0: [0]}), co=ModbusSparseDataBlock({0: [0]}),
+                              hr=ModbusSparseDataBlock({0x101: [1, 96]}), ir=ModbusSparseDataBlock({1: [215, 456]}), zero_mode=True)
+
+
 def image(unit):
     """Known register image (the tests assert these decoded values)."""
     if unit == 5:
         return sparse()
+    if unit == 6:
+        return no_holding_zero()
     hr = [0] * SIZE
     def put(addr, ws):
         hr[addr:addr + len(ws)] = ws

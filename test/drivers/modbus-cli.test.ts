@@ -11,7 +11,7 @@ const rigTest = needs(missing, 'modbus CLI rig tests');
 
 let rig: Rig | null = null;
 test.before(peerHook(missing, async () => {
-  rig = new Rig('1,2');
+  rig = new Rig('1,2,6');
   await rig.start();
 }));
 test.after(async () => { await rig?.stop(); });
@@ -24,10 +24,10 @@ async function run(cmd: 'scan' | 'read' | 'write', args: string[]): Promise<{ co
   return { code, lines };
 }
 
-rigTest('scan finds exactly the unit ids that answer', async () => {
-  const r = await run('scan', ['--bus', 'rs485', '--from', '1', '--to', '4']);
-  assert.is(r.code, 0);
-  assert.is(r.lines.at(-1), 'found 2 unit(s): 1, 2');
+rigTest('scan finds exactly the unit ids that answer, with data or with an exception (unit 6 has no holding register 0)', async () => {
+  const r = await run('scan', ['--bus', 'rs485', '--from', '1', '--to', '7']);
+  assert.is(r.code, 0, r.lines.join('\n'));
+  assert.is(r.lines.at(-1), 'found 3 unit(s): 1, 2, 6');
 });
 
 rigTest('read decodes one value; write lands and reads back; reference notation works', async () => {

@@ -107,7 +107,12 @@ export class BusOwner {
 
   constructor(private readonly transport: ModbusTransport, private readonly options: BusOwnerOptions) {
     this.reopenDelay = options.reopenMinMs;
-    this.io = { request: (unit, req, retries = 0) => this.wire(unit, req, retries), probe: (unit, req) => this.once(unit, req, true) };
+    this.io = {
+      request: (unit, req, retries = 0) => this.wire(unit, req, retries),
+      // once() throws the classified failure; its caller gets the gateway's error, as from request() (a scan
+      // took a unit answering its probe with an exception for a unit not there).
+      probe: (unit, req) => this.once(unit, req, true).catch((c: ClassifiedError) => { throw c.error; }),
+    };
     transport.onLost((reason) => {
       if (this.stopped) return;
       options.log.warn({ bus: options.busId, link: transport.label, reason }, 'modbus link lost; reopening');
