@@ -167,6 +167,16 @@ rtuTest('a device with holes in its map refuses a bridged read; the driver falls
   });
 });
 
+rtuTest('a test read (probe) and a REST read of a device with holes step down as the poller does: every point read, none failed', async () => {
+  const pts = ['a', 'b', 'c', 'd'].map((n, i) => point(n, { table: 'holding', address: [0, 2, 10, 12][i]!, data_type: 'float32' }));
+  await withDriver([device('sparse', 5, pts, 3_600_000)], async (driver) => {
+    const probed = await driver.probe!(device('sparse-new', 5, pts, 1000));
+    assert.equal(probed.errors, {});
+    assert.equal(probed.values, { a: 1.5, b: 2.5, c: 3.5, d: 4.5 });
+    assert.equal(await driver.read!('sparse', ['a', 'd']), { a: 1.5, d: 4.5 });
+  });
+});
+
 rtuTest('a silent unit is degraded while another unit on the bus keeps its poll rate; a dead slave that returns is polled again', async () => {
   const live = device('live', 1, [point('f32', { table: 'holding', address: 6, data_type: 'float32' })], 100);
   const ghost = device('ghost', 3, [point('f32', { table: 'holding', address: 6, data_type: 'float32' })], 100);

@@ -9,7 +9,8 @@ import type { PlanOptions } from '../../protocol/modbus/planner.js';
 import type { Driver, DriverContext, PointWrite, RawValue } from '../types.js';
 import { BusOwner, LinkDownError, PRIORITY, type BusIo, type BusOwnerOptions } from './bus-owner.js';
 import { DEFAULT_HEALTH, type HealthOptions } from './device-health.js';
-import { compileDevice, decodeResponse, planGroup, type CompiledDevice, type ModbusPoint } from './device-plan.js';
+import { compileDevice, decodeResponse, planGroup, type CompiledDevice, type MergeLevel, type ModbusPoint } from './device-plan.js';
+import { ModbusExceptionError } from './errors.js';
 import { Poller } from './poller.js';
 import { READ_FC, type ModbusTransport } from './transport.js';
 import { scanUnits } from './link.js';
@@ -129,18 +130,28 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     }
   };
 
-  const readPoints = async (d: CompiledDevice, points: readonly ModbusPoint[], errors?: Record<string, string>): Promise<Record<string, RawValue>> => {
+  /**
+   * `level`: how finely the points are merged into requests (device-plan.ts). A multi-point request refused with
+   * exception 2 or 3 (a device that lacks the registers in between) is read again one level finer, as the poller
+   * steps down: a test read and a probe then find what the saved device's polls will read.
+   */
+  const readPoints = async (d: CompiledDevice, points: readonly ModbusPoint[], errors?: Record<string, string>,
+    level: MergeLevel = 0): Promise<Record<string, RawValue>> => {
     const values: Record<string, RawValue> = {};
     // Only a device this bus polls is held to its backoff: a probe's device (compiled for the probe, its health
     // nobody's) reads every point, so each says why it failed.
     const polled = devices.get(d.id) === d;
-    for (const request of planGroup(points, d.planOptions, 0)) {
+    for (const request of planGroup(points, d.planOptions, level)) {
       try {
         const ask = (io: BusIo): Promise<unknown> =>
           io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, d.health.suspect ? 0 : parts.retries);
         const data = await track(d, () => owner.enqueue(PRIORITY.read, polled ? onLine(d, ask) : ask));
         Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
       } catch (err) {
+        if (level < 2 && request.points.length > 1 && err instanceof ModbusExceptionError && (err.exception === 2 || err.exception === 3)) {
+          Object.assign(values, await readPoints(d, request.points.map((p) => p.ref), errors, (level + 1) as MergeLevel));
+          continue;
+        }
         if (!errors) throw err;
         for (const p of request.points) errors[p.ref.name] = err instanceof Error ? err.message : String(err);
       }
