@@ -29,8 +29,12 @@ export function fromRaw(point: PointModel, raw: Raw): Value | undefined {
   const n = typeof raw === 'boolean' ? (raw ? 1 : 0) : typeof raw === 'number' ? raw : Number(raw);
   if (!Number.isFinite(n)) return undefined;
   const v = n * (point.scale ?? 1) + (point.offset ?? 0);
+  if (!Number.isFinite(v)) return undefined;
   if (point.type === 'int') return Math.round(v);
-  return point.decimals === undefined ? v : round(v, point.decimals);
+  if (point.decimals === undefined) return v;
+  // Rounding 1e308 to a decimal overflows to Infinity; a number that large has no decimals to round anyway.
+  const r = round(v, point.decimals);
+  return Number.isFinite(r) ? r : v;
 }
 
 /** A request value in an error text: short, and never a throw (a value nested 50,000 deep overflows JSON.stringify). */
@@ -60,8 +64,12 @@ export function toRaw(point: PointModel, value: unknown): { value: Value; raw: R
   const shown = typeof value === 'string' ? `"${value}"` : show(value);
   if (n === undefined || !Number.isFinite(n)) throw invalidValue(`value ${shown} is not ${point.type === 'int' ? 'an int' : 'a float'} for point ${point.name}`);
   if (point.type === 'int' && !Number.isInteger(n)) throw invalidValue(`value ${shown} is not an int for point ${point.name}`);
+  // Past 2^53 an int is no longer held exactly (1e20 read back is another number).
+  if (point.type === 'int' && !Number.isSafeInteger(n)) throw invalidValue(`value ${shown} is out of range for int point ${point.name} (at most ±${Number.MAX_SAFE_INTEGER})`);
   const raw = (n - (point.offset ?? 0)) / (point.scale ?? 1);
-  return { value: n, raw: Number.isFinite(raw) ? raw : n };
+  // A value whose raw form overflows (1e308 / 0.1) would be sent as something else, or read back as nothing.
+  if (!Number.isFinite(raw)) throw invalidValue(`value ${shown} is out of range for point ${point.name} (its raw value ${raw} with scale ${point.scale ?? 1})`);
+  return { value: n, raw };
 }
 
 /** The code of a meaning (`values` map); anything not in the map is refused, naming what is allowed. */

@@ -37,6 +37,15 @@ test('outbound: clear errors naming the value and the point', () => {
   assert.throws(() => toRaw(temp, ''), /not a float/);
   assert.throws(() => toRaw(temp, 'Infinity'), /not a float/);
   assert.throws(() => toRaw(label, { a: 1 }), /not a string for point label/);
+  assert.throws(() => toRaw(relay, 1e20), /out of range for int point relay/);
+  assert.throws(() => toRaw(temp, 1e308), /out of range for point temp/, 'its raw value overflows');
+});
+
+test('a huge float keeps its value both ways: 1e308 with decimals reads back as 1e308, never Infinity', () => {
+  const setpoint = { name: 'setpoint', type: 'float' as const, decimals: 1 };
+  assert.equal(toRaw(setpoint, 1e308), { value: 1e308, raw: 1e308 });
+  assert.is(fromRaw(setpoint, 1e308), 1e308);
+  assert.is(fromRaw({ name: 'x', type: 'float', scale: 10 }, 1e308), undefined, 'overflow by the scale: no value');
 });
 
 
