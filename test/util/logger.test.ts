@@ -27,4 +27,22 @@ test('createLogger scrubs what it writes, in the console\'s log ring as on stdou
   assert.ok(stdout.join('').includes('u:***@h') && !stdout.join('').includes(':pw@'), stdout.join(''));
 });
 
+test('a field named level never shadows the line\'s own level (a warning stays 40 in the ring and on stdout)', () => {
+  const ring = new LogRing(10);
+  const log = createLogger('info', ring);
+  const out = process.stdout.write;
+  const stdout: string[] = [];
+  process.stdout.write = ((c: string) => (stdout.push(String(c)), true)) as typeof process.stdout.write;
+  try {
+    log.warn({ device: 'd', level: 1 }, 'device refused a bridged read');
+  } finally {
+    process.stdout.write = out;
+  }
+  const [line] = ring.tail(1) as { level: number; field_level: number }[];
+  assert.is(line!.level, 40);
+  assert.is(line!.field_level, 1);
+  assert.is((JSON.parse(stdout.join('')) as { level: number }).level, 40);
+  assert.is(stdout.join('').match(/"level"/g)?.length, 1, 'one level key in the JSON');
+});
+
 test.run();

@@ -246,7 +246,7 @@ export class Poller {
     if (pointsInRequest < 2 || group.level >= 2 || !/exception [23] /.test(error.message)) return false;
     group.level = (group.level + 1) as 1 | 2;
     group.requests = planGroup(group.points, device.planOptions, group.level);
-    this.options.log.warn({ device: device.id, level: group.level, requests: group.requests.length, err: error.message },
+    this.options.log.warn({ device: device.id, mergeLevel: group.level, requests: group.requests.length, err: error.message },
       group.level === 1 ? 'device refused a bridged read; reading contiguous runs only' : 'device refused a multi-point read; reading point by point');
     return true;
   }
