@@ -109,6 +109,31 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
         `unit ${d.unit} (${d.id}) on bus ${bus.id} is not answering; requests to it are paused, next try in ${Math.ceil((d.health.probeAt - now) / 1000)} s`);
     }
   };
+  /** Failures already noted in the device's health where they happened (atLine), not to be noted twice. */
+  const noted = new WeakSet<object>();
+  const note = (d: CompiledDevice, err: unknown): void => {
+    if (err !== null && typeof err === 'object') {
+      if (noted.has(err)) return;
+      noted.add(err);
+    }
+    if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') d.health.answered();
+    else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono(), poller.probeEveryMs(d));
+  };
+  /**
+   * A job's answer or failure goes into the device's health inside the job, before the bus owner takes its next
+   * one: noted after the job's promise settled, the next job already ran its guard on the old health (20 reads/s
+   * at a dead unit put two probes on the line per backoff period beside a CPU hog).
+   */
+  const atLine = <T>(d: CompiledDevice, run: (io: BusIo) => Promise<T>) => async (io: BusIo): Promise<T> => {
+    try {
+      const out = await run(io);
+      d.health.answered();
+      return out;
+    } catch (err) {
+      note(d, err);
+      throw err;
+    }
+  };
   /**
    * The guard again when the job reaches the line: requests queued behind a probe that timed out would
    * otherwise each be a probe of their own, a timeout each (20 reads/s at a dead unit queued six behind every
@@ -116,7 +141,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
    */
   const onLine = <T>(d: CompiledDevice, run: (io: BusIo) => Promise<T>) => (io: BusIo): Promise<T> => {
     guard(d);
-    return run(io);
+    return atLine(d, run)(io);
   };
   const track = async <T>(d: CompiledDevice, work: () => Promise<T>): Promise<T> => {
     try {
@@ -124,8 +149,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       d.health.answered();
       return out;
     } catch (err) {
-      if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') d.health.answered();
-      else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono(), poller.probeEveryMs(d));
+      note(d, err);
       throw err;
     }
   };
@@ -163,7 +187,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
   };
   const raw = createRawAccess({
     owner, image, clock: ctx.clock, sink: ctx.sink, retries: parts.retries,
-    device: (id) => devices.get(id), guard, track, readPoints,
+    device: (id) => devices.get(id), guard, track, atLine, readPoints,
   });
   /** Identical reads in flight share one request (ten dashboards asking for the same point cost one). */
   const inflight = new Map<string, Promise<Record<string, RawValue>>>();

@@ -11,7 +11,7 @@ import type { Clock } from '../../core/clock.js';
 import { GatewayError, unknownDevice } from '../../core/errors.js';
 import type { ModbusTable } from '../../protocol/modbus/address.js';
 import type { DataSink, RawModbusAccess, RawRequest, RawValue } from '../types.js';
-import { PRIORITY, type BusOwner } from './bus-owner.js';
+import { PRIORITY, type BusIo, type BusOwner } from './bus-owner.js';
 import type { CompiledDevice, ModbusPoint } from './device-plan.js';
 import type { RawImage } from './raw-image.js';
 
@@ -37,6 +37,8 @@ export interface RawAccessParts {
   device(id: string): CompiledDevice | undefined;
   /** Throws UNIT_BACKED_OFF while the device's backoff lasts. */
   guard(d: CompiledDevice): void;
+  /** `run` noting its answer or failure in the device's health before the bus takes its next job (driver.ts). */
+  atLine<T>(d: CompiledDevice, run: (io: BusIo) => Promise<T>): (io: BusIo) => Promise<T>;
   /** Runs bus work for a device and feeds its health. */
   track<T>(d: CompiledDevice, work: () => Promise<T>): Promise<T>;
   readPoints(d: CompiledDevice, points: readonly ModbusPoint[]): Promise<Record<string, RawValue>>;
@@ -59,8 +61,7 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
     const bits = table === 'coil' || table === 'discrete';
     const limit = bits ? Math.min(d.planOptions.maxBits ?? MAX_BITS, MAX_BITS) : Math.min(d.planOptions.maxRegisters ?? MAX_REGISTERS, MAX_REGISTERS);
     const retries = d.health.suspect ? 0 : parts.retries;
-    return parts.track(d, () => owner.enqueue(PRIORITY.read, async (io) => {
-      guard(d); // again on the line: the unit may have been backed off while this waited
+    const read = parts.atLine(d, async (io) => {
       const out: (number | boolean)[] = [];
       for (let a = req.address; a < req.address + req.count; a += limit) {
         const count = Math.min(limit, req.address + req.count - a);
@@ -68,6 +69,10 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
         for (let i = 0; i < count; i++) out.push(data[i]!);
       }
       return out as number[] | boolean[];
+    });
+    return parts.track(d, () => owner.enqueue(PRIORITY.read, (io) => {
+      guard(d); // again on the line: the unit may have been backed off while this waited
+      return read(io);
     }));
   };
 
@@ -105,9 +110,10 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
       const count = 'values' in req ? req.values.length : 1;
       image.invalidate(d.unit, table, req.address, count);
       try {
+        const write = parts.atLine(d, (io) => io.request(d.unit, req, 0));
         await parts.track(d, () => owner.enqueue(PRIORITY.write, (io) => {
           guard(d);
-          return io.request(d.unit, req, 0);
+          return write(io);
         }));
       } finally {
         // Also after a timeout: the device may have taken the write.
