@@ -6,16 +6,7 @@
 import { Bench, DEVICES, HEALTHY, TIMEOUT_MS } from './bench.js';
 import { sleep, waitFor } from './procs.js';
 import type { Violation } from './wire.js';
-import { readFileSync } from 'node:fs';
-
-/** ms a thread has waited for a CPU so far (/proc/…/schedstat; 0 where the kernel does not say). */
-function waitedMs(file: string): number {
-  try {
-    return Number(readFileSync(file, 'utf8').split(' ')[1]) / 1e6 || 0;
-  } catch {
-    return 0;
-  }
-}
+import { schedOf } from '../soak/sampler.js';
 
 export interface Trial {
   /** Span the trial's reports belong to (for corrupted values), ms on this process's clock. */
@@ -50,7 +41,8 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const f0 = bench.wire.stats.faulted;
   const o0 = bench.wire.stats.otherCollisions;
   const h0 = bench.wire.stats.heldOff;
-  const loops = (): number[] => [waitedMs(`/proc/${bench.wire.gatewayPid}/task/${bench.wire.gatewayPid}/schedstat`), waitedMs('/proc/thread-self/schedstat')];
+  // ms each loop has waited for a CPU so far (0 where the kernel does not say): the gateway's, and the relay's (ours).
+  const loops = (): number[] => [bench.wire.gatewayPid, process.pid].map((pid) => (pid ? schedOf(pid)?.waitMs ?? 0 : 0));
   const w0 = loops();
   const start = performance.now();
   const { from, to, facts = [], problems = [] } = await fault();

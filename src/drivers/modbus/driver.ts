@@ -109,13 +109,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
         `unit ${d.unit} (${d.id}) on bus ${bus.id} is not answering; requests to it are paused, next try in ${Math.ceil((d.health.probeAt - now) / 1000)} s`);
     }
   };
-  /** Failures already noted in the device's health where they happened (atLine), not to be noted twice. */
-  const noted = new WeakSet<object>();
   const note = (d: CompiledDevice, err: unknown): void => {
-    if (err !== null && typeof err === 'object') {
-      if (noted.has(err)) return;
-      noted.add(err);
-    }
     if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') d.health.answered();
     else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono(), poller.probeEveryMs(d));
   };
@@ -143,16 +137,6 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     guard(d);
     return atLine(d, run)(io);
   };
-  const track = async <T>(d: CompiledDevice, work: () => Promise<T>): Promise<T> => {
-    try {
-      const out = await work();
-      d.health.answered();
-      return out;
-    } catch (err) {
-      note(d, err);
-      throw err;
-    }
-  };
 
   /**
    * `level`: how finely the points are merged into requests (device-plan.ts). A multi-point request refused with
@@ -169,7 +153,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       try {
         const ask = (io: BusIo): Promise<unknown> =>
           io.request(d.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, d.health.suspect ? 0 : parts.retries);
-        const data = await track(d, () => owner.enqueue(PRIORITY.read, polled ? onLine(d, ask) : ask));
+        const data = await owner.enqueue(PRIORITY.read, polled ? onLine(d, ask) : atLine(d, ask));
         Object.assign(values, decodeResponse(request, data as (number | boolean)[]));
       } catch (err) {
         if (level < 2 && request.points.length > 1 && err instanceof ModbusExceptionError && (err.exception === 2 || err.exception === 3)) {
@@ -187,7 +171,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
   };
   const raw = createRawAccess({
     owner, image, clock: ctx.clock, sink: ctx.sink, retries: parts.retries,
-    device: (id) => devices.get(id), guard, track, atLine, readPoints,
+    device: (id) => devices.get(id), guard, atLine, readPoints,
   });
   /** Identical reads in flight share one request (ten dashboards asking for the same point cost one). */
   const inflight = new Map<string, Promise<Record<string, RawValue>>>();
@@ -250,8 +234,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       if (d.problems.length > 0) throw new GatewayError('CONFIG_INVALID', d.problems.join('; '));
       const errors: Record<string, string> = {};
       if (d.sunspec) {
-        const models = await track(d, () => walkSunspec((address, count) => owner.enqueue(PRIORITY.read, (io) =>
-          io.request(d.unit, { fc: 3, address, count }, parts.retries)) as Promise<number[]>, d.sunspec!.search));
+        const models = await walkSunspec((address, count) => owner.enqueue(PRIORITY.read, atLine(d, (io) =>
+          io.request(d.unit, { fc: 3, address, count }, parts.retries))) as Promise<number[]>, d.sunspec!.search);
         for (const name of placeSunspecPoints(d, models)) errors[name] = `not in this device's SunSpec models (${[...models.keys()].join(', ')})`;
       }
       const readable = [...d.points.values()].filter((p) => p.access !== 'W' && p.sunspecCheck === undefined);
@@ -267,7 +251,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
       const ops = planFor(deviceId, values); // throws INVALID_VALUE before anything is queued
       if (ops.length === 0) return;
       guard(d);
-      await track(d, () => owner.enqueue(PRIORITY.write, onLine(d, (io) => executeWrites(io, d.unit, ops, parts.retries, d.write))));
+      await owner.enqueue(PRIORITY.write, onLine(d, (io) => executeWrites(io, d.unit, ops, parts.retries, d.write)));
     },
 
     stats() {

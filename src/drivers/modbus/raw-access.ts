@@ -39,8 +39,6 @@ export interface RawAccessParts {
   guard(d: CompiledDevice): void;
   /** `run` noting its answer or failure in the device's health before the bus takes its next job (driver.ts). */
   atLine<T>(d: CompiledDevice, run: (io: BusIo) => Promise<T>): (io: BusIo) => Promise<T>;
-  /** Runs bus work for a device and feeds its health. */
-  track<T>(d: CompiledDevice, work: () => Promise<T>): Promise<T>;
   readPoints(d: CompiledDevice, points: readonly ModbusPoint[]): Promise<Record<string, RawValue>>;
 }
 
@@ -70,10 +68,10 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
       }
       return out as number[] | boolean[];
     });
-    return parts.track(d, () => owner.enqueue(PRIORITY.read, (io) => {
+    return owner.enqueue(PRIORITY.read, (io) => {
       guard(d); // again on the line: the unit may have been backed off while this waited
       return read(io);
-    }));
+    });
   };
 
   return {
@@ -111,10 +109,10 @@ export function createRawAccess(parts: RawAccessParts): RawModbusAccess {
       image.invalidate(d.unit, table, req.address, count);
       try {
         const write = parts.atLine(d, (io) => io.request(d.unit, req, 0));
-        await parts.track(d, () => owner.enqueue(PRIORITY.write, (io) => {
+        await owner.enqueue(PRIORITY.write, (io) => {
           guard(d);
           return write(io);
-        }));
+        });
       } finally {
         // Also after a timeout: the device may have taken the write.
         image.invalidate(d.unit, table, req.address, count);
