@@ -10,7 +10,7 @@ import { BusOwner } from '../../src/drivers/modbus/bus-owner.js';
 import { DEFAULT_HEALTH } from '../../src/drivers/modbus/device-health.js';
 import { compileDevice } from '../../src/drivers/modbus/device-plan.js';
 import { PROBE_LINE_SHARE, Poller } from '../../src/drivers/modbus/poller.js';
-import { WireTimeout, type ModbusTransport } from '../../src/drivers/modbus/transport.js';
+import { WireGarbled, WireTimeout, type ModbusTransport } from '../../src/drivers/modbus/transport.js';
 import { rtuCostModel } from '../../src/protocol/modbus/wire-cost.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { watchLateness } from '../helpers/lateness.js';
@@ -18,20 +18,31 @@ import { FakeSink, device, point, waitFor } from './modbus-rig.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Unit 9 is dead (every request times out after 150 ms); every other unit answers in 2 ms. */
+type Outcome = 'ok' | 'timeout' | 'garbled';
+
+/**
+ * Unit 9 is dead (every request times out after 150 ms); every other unit answers in 2 ms, unless `script`
+ * says otherwise for its n-th request (from 0).
+ */
 class ScriptedLink implements ModbusTransport {
   readonly kind = 'rtu' as const;
   readonly label = 'scripted';
   private up = false;
+  private readonly asked = new Map<number, number>();
+  constructor(private readonly script: (unit: number, n: number) => Outcome = () => 'ok') {}
   async open(): Promise<void> { this.up = true; }
   async close(): Promise<void> { this.up = false; }
   isOpen(): boolean { return this.up; }
   onLost(): void {}
   async request(unit: number): Promise<number[]> {
-    if (unit === 9) {
+    const n = this.asked.get(unit) ?? 0;
+    this.asked.set(unit, n + 1);
+    const outcome = unit === 9 ? 'timeout' : this.script(unit, n);
+    if (outcome === 'timeout') {
       await sleep(150);
       throw new WireTimeout(150);
     }
+    if (outcome === 'garbled') throw new WireGarbled('scripted');
     await sleep(2);
     return [unit];
   }
@@ -42,8 +53,8 @@ const plan = { cost: rtuCostModel(9600), maxRegisters: 125, maxGap: 'auto' as co
 const compiled = (id: string, unit: number, pollMs: number) =>
   compileDevice(device(id, unit, [point('v', { table: 'holding', address: 0, data_type: 'uint16' }, 'R', 'int')], pollMs), plan, DEFAULT_HEALTH);
 
-async function withPoller(devices: ReturnType<typeof compiled>[], fn: (poller: Poller, sink: FakeSink) => Promise<void>): Promise<void> {
-  const bus = new BusOwner(new ScriptedLink(), { busId: 'b', timeoutMs: 150, silenceMs: 4, drainMaxMs: 10, reopenMinMs: 10, reopenMaxMs: 40, reopenAfterTimeouts: 100, log: silentLogger });
+async function withPoller(devices: ReturnType<typeof compiled>[], fn: (poller: Poller, sink: FakeSink) => Promise<void>, link = new ScriptedLink()): Promise<void> {
+  const bus = new BusOwner(link, { busId: 'b', timeoutMs: 150, silenceMs: 4, drainMaxMs: 10, reopenMinMs: 10, reopenMaxMs: 40, reopenAfterTimeouts: 100, log: silentLogger });
   const sink = new FakeSink();
   const poller = new Poller(devices, bus, { retries: 1, timeoutMs: 150, sink, clock: systemClock, log: silentLogger });
   await bus.start();
@@ -70,6 +81,42 @@ test('a live unit keeps its poll rate while a dead one holds the bus with timeou
     assert.ok(sink.failuresOf('dead').length >= 2, 'the dead unit did stall the bus');
     assert.ok(cycles >= 0.9 * nominal, `${cycles} of ${nominal} cycles`);
   });
+});
+
+test('a cycle that failed by a timeout is made up: a unit hit by one bad frame in 20 keeps its poll rate', async () => {
+  // Requests 18 and 19 of every 20 time out: the cycle's request and its retry, one failed cycle in 19.
+  const link = new ScriptedLink((_unit, n) => (n % 20 >= 18 ? 'timeout' : 'ok'));
+  const flaky = compiled('flaky', 1, 40);
+  await withPoller([flaky], async (_poller, sink) => {
+    const t0 = Date.now();
+    const late = watchLateness();
+    await sleep(2000);
+    const ran = [...sink.dataOf('flaky'), ...sink.failuresOf('flaky')].filter((e) => e.at >= t0).length;
+    const nominal = Math.floor(late.ownMs / 40);
+    console.log(`  flaky unit: ${ran} cycles of ${nominal} (${sink.failuresOf('flaky').length} failed, each 300 ms)`);
+    assert.ok(sink.failuresOf('flaky').length >= 2, 'cycles did fail');
+    // Each failed cycle holds the unit 300 ms (7.5 intervals); not made up, the rate would be about two thirds.
+    assert.ok(ran >= 0.85 * nominal, `${ran} of ${nominal} cycles`);
+  }, link);
+});
+
+test('after a stall, failed cycles are an interval apart, not back to back', async () => {
+  let failing = false;
+  const link = new ScriptedLink(() => (failing ? 'garbled' : 'ok'));
+  const d = compiled('d', 1, 40);
+  await withPoller([d], async (_poller, sink) => {
+    await waitFor('the first poll', () => sink.dataOf('d').length >= 1, 5000);
+    // The loop held up for 10 intervals (a CPU hog, a GC pause) while the unit stops answering.
+    failing = true;
+    const until = performance.now() + 400;
+    while (performance.now() < until);
+    await waitFor('three failed cycles', () => sink.failuresOf('d').length >= 3, 5000);
+    const at = sink.failuresOf('d').map((e) => e.at);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    // Stamped as each cycle ends, on the wall clock: an interval apart within a few ms; made up back to back,
+    // the gaps would be a few ms.
+    assert.ok(gaps.every((g) => g >= 25), `failures at gaps of ${gaps.join(', ')} ms`);
+  }, link);
 });
 
 test('dead units are probed once per poll interval, within a quarter of the line together', async () => {

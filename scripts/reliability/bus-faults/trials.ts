@@ -17,6 +17,11 @@ export interface Trial {
   /** Gateway frames that started on (or within t3.5 of) a frame it had heard. */
   violations: Violation[];
   faulted: number;
+  /**
+   * Each healthy unit's own frames hit, as a share of the cycles its schedule holds in the window: a cycle
+   * whose request or answer the fault destroyed is the fault's cost, not a poll the gateway failed to keep.
+   */
+  hitShare: number[];
   /** Simultaneous starts and collisions another sender caused, at the wire. */
   others: number;
   /** Starts on a heard frame while the gateway's loop waited for a CPU (wire.ts): the machine's load, not counted. */
@@ -39,6 +44,8 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const m0 = await bench.metrics();
   const v0 = bench.wire.stats.gatewayViolations.length;
   const f0 = bench.wire.stats.faulted;
+  const hits = (): number[] => HEALTHY.map((id) => bench.wire.stats.hitsOf.get(DEVICES.find((d) => d.id === id)!.unit) ?? 0);
+  const hit0 = hits();
   const o0 = bench.wire.stats.otherCollisions;
   const h0 = bench.wire.stats.heldOff;
   // ms each loop has waited for a CPU so far (0 where the kernel does not say): the gateway's, and the relay's (ours).
@@ -47,13 +54,15 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const start = performance.now();
   const { from, to, facts = [], problems = [] } = await fault();
   const w1 = loops();
+  const hit1 = hits();
   const m1 = await bench.metrics();
   await bench.settle(SETTLE_MS).catch(() => problems.push(`not every device polled again ${SETTLE_MS / 1000} s after the fault`));
   await sleep(500); // cycles made up after the fault stay out of the next trial's window
   const metrics = Object.fromEntries(Object.entries(m1).map(([k, v]) => [k, v - (m0[k] ?? 0)]));
   return {
     from: start, to: performance.now(), rates: to > from ? HEALTHY.map((id) => bench.observer.rate(id, pollOf(id), from, to)) : [],
-    violations: bench.wire.stats.gatewayViolations.slice(v0), faulted: bench.wire.stats.faulted - f0, others: bench.wire.stats.otherCollisions - o0,
+    violations: bench.wire.stats.gatewayViolations.slice(v0), faulted: bench.wire.stats.faulted - f0,
+    hitShare: HEALTHY.map((id, i) => (to > from ? Math.min(1, (hit1[i]! - hit0[i]!) / ((to - from) / pollOf(id))) : 0)), others: bench.wire.stats.otherCollisions - o0,
     heldOff: bench.wire.stats.heldOff - h0, lost: to > from ? Math.min(1, Math.max(0, ...w1.map((w, i) => w - w0[i]!)) / (to - from)) : 0,
     metrics, problems, facts,
   };

@@ -57,6 +57,8 @@ export interface WireStats {
   /** Simultaneous starts and overlaps another sender started. */
   otherCollisions: number;
   faulted: number;
+  /** Frames hit, by the unit their transaction was for (the address byte as sent). */
+  hitsOf: Map<number, number>;
   /** Silence the gateway left before its frames (ms since the last byte it can have heard), for the log. */
   gaps: number[];
   /** Starts on a heard frame while the gateway's loop had been kept from a CPU (see the top): not its doing. */
@@ -79,7 +81,7 @@ export class Wire {
   every = 20;
   /** Which frames count toward `every`: all (requests and replies) or the gateway's requests only. */
   faultOn: 'all' | 'request' = 'all';
-  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, gaps: [], heldOff: 0 };
+  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, hitsOf: new Map(), gaps: [], heldOff: 0 };
   /** The gateway's process: its main thread's wait for a CPU judges a start on a heard frame (0: not known). */
   gatewayPid = 0;
   /** The gateway's side, read without blocking every millisecond and before anyone else talks. */
@@ -207,6 +209,7 @@ export class Wire {
       if (changed) {
         bytes = changed;
         this.stats.faulted++;
+        this.stats.hitsOf.set(chunk[0]!, (this.stats.hitsOf.get(chunk[0]!) ?? 0) + 1);
       }
     }
     const tx: Tx = { from, bytes, start: now, end: now + bytes.length * this.charMs, garbledFrom: null };

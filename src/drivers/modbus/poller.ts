@@ -199,11 +199,12 @@ export class Poller {
       // Fixed-rate grid: a cycle that overran or waited for the bus (another unit's timeout) starts the next
       // one at once, and the cycles missed meanwhile follow, so a stall of the line costs no reads; a group
       // more than CATCH_UP_MS behind (a long outage, a line too slow for it) starts a new grid from now.
-      // A failed cycle is not made up: asking again at once cannot get what it missed, and failed cycles run back
-      // to back after a stall counted a device offline in milliseconds (3 failures 57 ms after its adapter was
-      // unplugged, beside a CPU hog); the next one is a whole interval on.
-      const next = due + group.intervalMs;
-      group.nextDue = failure ? end + group.intervalMs : end - next <= CATCH_UP_MS ? next : end;
+      // After a failed cycle the next one starts no sooner than an interval after the failed one started: failed
+      // cycles run back to back after a stall counted a device offline in milliseconds (3 failures 57 ms after
+      // its adapter was unplugged, beside a CPU hog). A cycle that failed on time by a timeout is still made up
+      // (a whole interval after its end instead cost a unit hit by one bad frame a third of its rate).
+      const next = (failure ? Math.max(due, start) : due) + group.intervalMs;
+      group.nextDue = end - next <= CATCH_UP_MS ? next : end;
     }
     if (this.stopped) return;
     if (moved) {
