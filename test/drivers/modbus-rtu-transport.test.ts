@@ -175,6 +175,28 @@ rigTest('a late answer to our own timed-out request is counted and dropped; the 
   });
 });
 
+rigTest('a late answer read in our next transaction, just before its answer, is dropped and that answer taken (a slave busy with a write answers in order)', async () => {
+  await withLine(async (t, line, answerWith) => {
+    // The slave is deaf while it carries out a write (as pymodbus with a write delay): the write's echo and the
+    // next read's answer come together, in order, once it is done.
+    let echo: Buffer | null = null;
+    answerWith((req) => {
+      if (req[1] === 6) {
+        echo = Buffer.from(req);
+        return null;
+      }
+      const out = echo ? Buffer.concat([echo, answer(1, 7)]) : answer(1, 7);
+      echo = null;
+      setTimeout(() => line.write(out), 100);
+      return null;
+    });
+    const err = await t.request(1, { fc: 6, address: 150, value: 4242 }, 200).catch((e: unknown) => e);
+    assert.match(String(err), /timeout|did not answer|within/i);
+    assert.equal(await t.request(1, read, 1000), [7], 'the read after it is answered');
+    assert.is(t.strayAnswers(), 1, 'the write\'s late echo counted as a stray answer');
+  });
+});
+
 rigTest('bytes heard before a request (another master\'s traffic) are never taken for its answer; every byte is stamped', async () => {
   await withLine(async (t, line, answerWith) => {
     const before = performance.now();

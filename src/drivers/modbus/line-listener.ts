@@ -99,9 +99,20 @@ export class LineListener {
     this.late = { unit, fc, until };
   }
 
+  /**
+   * Whether `bytes`, read in our own transaction before its answer, are exactly the late answer to our
+   * timed-out request: then they are counted and dropped, and the answer after them is ours (a slave answers
+   * in order). Anything else before an answer may be another master's request, whose answer it would be.
+   */
+  takeLate(bytes: Uint8Array, at: number): boolean {
+    if (this.lateAnswer(at, bytes) !== 'whole') return false;
+    this.lateAnswers++;
+    this.late.until = 0;
+    return true;
+  }
+
   /** Whether the frame heard so far is the late answer to our timed-out request: whole, a part of it, or not. */
-  private lateAnswer(now: number): 'whole' | 'part' | 'no' {
-    const f = this.frame;
+  private lateAnswer(now: number, f: Uint8Array = this.frame): 'whole' | 'part' | 'no' {
     const { unit, fc, until } = this.late;
     if (now > until || f[0] !== unit || (f.length >= 2 && (f[1]! & 0x7f) !== fc)) return 'no';
     const length = expectedResponseLength(f, 0, f.length, fc);

@@ -83,6 +83,10 @@ export class RtuLine extends RtuReader {
     this.listener.heard(bytes, at, this.answerWaitMs);
   }
 
+  protected override ownLate(bytes: Uint8Array, at: number): boolean {
+    return this.listener.takeLate(bytes, at);
+  }
+
   protected override stopTimers(): void {
     super.stopTimers();
     clearTimeout(this.heldTimer);

@@ -93,6 +93,9 @@ export abstract class RtuReader extends EventEmitter {
   /** Bytes heard outside our own transactions, read at `at`. */
   protected abstract heard(bytes: Buffer, at: number): void;
 
+  /** Whether `bytes`, read at `at` in a transaction before its answer, are a late answer of our own, dropped. */
+  protected abstract ownLate(bytes: Uint8Array, at: number): boolean;
+
   get isOpen(): boolean {
     return this.port !== null && this.port.isOpen && !this.closing;
   }
@@ -345,8 +348,9 @@ export abstract class RtuReader extends EventEmitter {
       // Bytes before it that were a frame of their own — silence between, or a whole frame by its length and
       // CRC (read in one piece with the answer when the loop was held up): another master's request went out
       // with ours, and this is likely its answer — same unit, function and length, so it passes every other check.
+      // Unless they are exactly the late answer to our own request that timed out (a slow slave answers in order).
       const silence = this.timeOf(i) - this.timeOf(i - 1);
-      if (silence >= this.t35 || endsWithFrame(this.rx.subarray(0, i))) {
+      if ((silence >= this.t35 || endsWithFrame(this.rx.subarray(0, i))) && !this.ownLate(this.rx.subarray(0, i), this.timeOf(i - 1))) {
         return this.refuse(`an answer that came after another frame (${i} bytes, then ${silence.toFixed(0)} ms of silence): it may be the answer to someone else's request`);
       }
     }
