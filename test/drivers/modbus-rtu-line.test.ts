@@ -100,15 +100,28 @@ rigTest('an answer that trickles in is handed on whole and once, with one wake-u
       other.write(answer.subarray(0, 5));
       for (let k = 0; k < 4; k++) setTimeout(() => other.write(answer.subarray(5 + 16 * k, k === 3 ? answer.length : 21 + 16 * k)), 15 * (k + 1));
     });
-    const before = polls();
-    let frames = 0;
-    const answered = read(line, 1, 32);
-    const handOn = line.onAnswer;
-    line.onAnswer = (buf, start, end) => { frames++; handOn(buf, start, end); };
-    assert.equal(registers(await answered), values);
-    assert.is(frames, 1, 'one frame handed on');
-    // The poller is asked once when the transaction ends; reading per burst would have asked 4 more times.
-    assert.ok(polls() - before <= 2, `${polls() - before} polls for one answer in 5 bursts`);
+    // The bursts pass through socat, another process: on a loaded machine it can sit 50 ms without a CPU, and
+    // then the line rightly refuses the answer for the silence inside it. Such an attempt is tried again (at most
+    // 3 in all); a line that refuses a trickling answer does so every time.
+    for (let attempt = 1; ; attempt++) {
+      const before = polls();
+      let frames = 0;
+      const answered = read(line, 1, 32);
+      const handOn = line.onAnswer;
+      line.onAnswer = (buf, start, end) => { frames++; handOn(buf, start, end); };
+      const got = await answered.catch((e: Error) => e);
+      if (got instanceof Error && /of silence/.test(got.message) && attempt < 3) {
+        console.log(`  attempt ${attempt}: ${got.message} (the relay was held up); again`);
+        await sleep(200);
+        continue;
+      }
+      if (got instanceof Error) throw got;
+      assert.equal(registers(got), values);
+      assert.is(frames, 1, 'one frame handed on');
+      // The poller is asked once when the transaction ends; reading per burst would have asked 4 more times.
+      assert.ok(polls() - before <= 2, `${polls() - before} polls for one answer in 5 bursts`);
+      break;
+    }
   });
 });
 
