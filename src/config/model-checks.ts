@@ -110,6 +110,11 @@ function checkDeviceMarkers(model: Obj, point: Obj, p: (rest: string) => string,
     }
     if (point.scale_factor !== undefined) problems.push(`${p('.values')}: a coded point cannot also have a scale_factor`);
   }
+  if (point.min !== undefined || point.max !== undefined) {
+    if (point.type === 'string') problems.push(`${p('.min')}: "min" and "max" bound numbers; a string point has none`);
+    else if (isObj(point.values)) problems.push(`${p('.min')}: a coded point's writes are its "values" already; drop "min" and "max"`);
+    else if (typeof point.min === 'number' && typeof point.max === 'number' && point.min > point.max) problems.push(`${p('.min')}: ${point.min} is above "max" ${point.max}`);
+  }
   if (typeof point.scale_factor === 'string') {
     const points = (model.points as unknown[]).filter(isObj);
     const sf = points.find((q) => q.name === point.scale_factor);

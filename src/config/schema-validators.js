@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\". An entry \"sha256:<64 hex digits>\" is a token given by its SHA-256 (a restored backup's tokens).","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\". An entry \"sha256:<64 hex digits>\" is a token given by its SHA-256 (a restored backup's tokens).","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -1153,7 +1153,7 @@ return errors === 0;
 }
 
 const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
-const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
+const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
 const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}};
 const pattern24 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
 const pattern25 = new RegExp("^-?[0-9]+$", "u");
@@ -2419,15 +2419,10 @@ errors++;
 }
 }
 }
-if(data.invalid !== undefined){
-let data10 = data.invalid;
-if(Array.isArray(data10)){
-const len0 = data10.length;
-for(let i0=0; i0<len0; i0++){
-let data11 = data10[i0];
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-if(data11.raw === undefined){
-const err16 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "raw"},message:"must have required property '"+"raw"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data11};
+if(data.min !== undefined){
+let data10 = data.min;
+if(!((typeof data10 == "number") && (isFinite(data10)))){
+const err16 = {instancePath:instancePath+"/min",schemaPath:"#/properties/min/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.min.type,parentSchema:schema33.properties.min,data:data10};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2436,8 +2431,11 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data11.reason === undefined){
-const err17 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data11};
+}
+if(data.max !== undefined){
+let data11 = data.max;
+if(!((typeof data11 == "number") && (isFinite(data11)))){
+const err17 = {instancePath:instancePath+"/max",schemaPath:"#/properties/max/type",keyword:"type",params:{type: "number"},message:"must be number",schema:schema33.properties.max.type,parentSchema:schema33.properties.max,data:data11};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2446,9 +2444,16 @@ vErrors.push(err17);
 }
 errors++;
 }
-for(const key1 in data11){
-if(!((key1 === "raw") || (key1 === "reason"))){
-const err18 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema33.properties.invalid.items,data:data11};
+}
+if(data.invalid !== undefined){
+let data12 = data.invalid;
+if(Array.isArray(data12)){
+const len0 = data12.length;
+for(let i0=0; i0<len0; i0++){
+let data13 = data12[i0];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+if(data13.raw === undefined){
+const err18 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "raw"},message:"must have required property '"+"raw"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data13};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2457,11 +2462,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-if(data11.raw !== undefined){
-let data12 = data11.raw;
-if((!((typeof data12 == "number") && (isFinite(data12)))) && (typeof data12 !== "string")){
-const err19 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/type",keyword:"type",params:{type: schema33.properties.invalid.items.properties.raw.type},message:"must be number,string",schema:schema33.properties.invalid.items.properties.raw.type,parentSchema:schema33.properties.invalid.items.properties.raw,data:data12};
+if(data13.reason === undefined){
+const err19 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/required",keyword:"required",params:{missingProperty: "reason"},message:"must have required property '"+"reason"+"'",schema:schema33.properties.invalid.items.required,parentSchema:schema33.properties.invalid.items,data:data13};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2470,9 +2472,9 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(typeof data12 === "string"){
-if(!pattern24.test(data12)){
-const err20 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/pattern",keyword:"pattern",params:{pattern: "^0[xX][0-9a-fA-F]{1,16}$"},message:"must match pattern \""+"^0[xX][0-9a-fA-F]{1,16}$"+"\"",schema:"^0[xX][0-9a-fA-F]{1,16}$",parentSchema:schema33.properties.invalid.items.properties.raw,data:data12};
+for(const key1 in data13){
+if(!((key1 === "raw") || (key1 === "reason"))){
+const err20 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema33.properties.invalid.items,data:data13};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2482,12 +2484,10 @@ vErrors.push(err20);
 errors++;
 }
 }
-}
-if(data11.reason !== undefined){
-let data13 = data11.reason;
-if(typeof data13 === "string"){
-if(func3(data13) < 1){
-const err21 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.invalid.items.properties.reason,data:data13};
+if(data13.raw !== undefined){
+let data14 = data13.raw;
+if((!((typeof data14 == "number") && (isFinite(data14)))) && (typeof data14 !== "string")){
+const err21 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/type",keyword:"type",params:{type: schema33.properties.invalid.items.properties.raw.type},message:"must be number,string",schema:schema33.properties.invalid.items.properties.raw.type,parentSchema:schema33.properties.invalid.items.properties.raw,data:data14};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2496,9 +2496,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.invalid.items.properties.reason.type,parentSchema:schema33.properties.invalid.items.properties.reason,data:data13};
+if(typeof data14 === "string"){
+if(!pattern24.test(data14)){
+const err22 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/pattern",keyword:"pattern",params:{pattern: "^0[xX][0-9a-fA-F]{1,16}$"},message:"must match pattern \""+"^0[xX][0-9a-fA-F]{1,16}$"+"\"",schema:"^0[xX][0-9a-fA-F]{1,16}$",parentSchema:schema33.properties.invalid.items.properties.raw,data:data14};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2509,8 +2509,11 @@ errors++;
 }
 }
 }
-else {
-const err23 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.invalid.items.type,parentSchema:schema33.properties.invalid.items,data:data11};
+if(data13.reason !== undefined){
+let data15 = data13.reason;
+if(typeof data15 === "string"){
+if(func3(data15) < 1){
+const err23 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.invalid.items.properties.reason,data:data15};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2520,9 +2523,8 @@ vErrors.push(err23);
 errors++;
 }
 }
-}
 else {
-const err24 = {instancePath:instancePath+"/invalid",schemaPath:"#/properties/invalid/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema33.properties.invalid.type,parentSchema:schema33.properties.invalid,data:data10};
+const err24 = {instancePath:instancePath+"/invalid/" + i0+"/reason",schemaPath:"#/properties/invalid/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.invalid.items.properties.reason.type,parentSchema:schema33.properties.invalid.items.properties.reason,data:data15};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2532,11 +2534,9 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data.values !== undefined){
-let data14 = data.values;
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
-if(Object.keys(data14).length < 1){
-const err25 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema33.properties.values,data:data14};
+}
+else {
+const err25 = {instancePath:instancePath+"/invalid/" + i0,schemaPath:"#/properties/invalid/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.invalid.items.type,parentSchema:schema33.properties.invalid.items,data:data13};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2545,11 +2545,10 @@ vErrors.push(err25);
 }
 errors++;
 }
-for(const key2 in data14){
-const _errs32 = errors;
-if(typeof key2 === "string"){
-if(!pattern25.test(key2)){
-const err26 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames/pattern",keyword:"pattern",params:{pattern: "^-?[0-9]+$"},message:"must match pattern \""+"^-?[0-9]+$"+"\"",schema:"^-?[0-9]+$",parentSchema:schema33.properties.values.propertyNames,data:key2,propertyName:key2};
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/invalid",schemaPath:"#/properties/invalid/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema33.properties.invalid.type,parentSchema:schema33.properties.invalid,data:data12};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2559,9 +2558,11 @@ vErrors.push(err26);
 errors++;
 }
 }
-var valid5 = _errs32 === errors;
-if(!valid5){
-const err27 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid",schema:schema33.properties.values.propertyNames,parentSchema:schema33.properties.values,data:data14};
+if(data.values !== undefined){
+let data16 = data.values;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
+if(Object.keys(data16).length < 1){
+const err27 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties",schema:1,parentSchema:schema33.properties.values,data:data16};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2570,11 +2571,11 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-for(const key3 in data14){
-let data15 = data14[key3];
-if((!((typeof data15 == "number") && (isFinite(data15)))) && (typeof data15 !== "string")){
-const err28 = {instancePath:instancePath+"/values/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/values/additionalProperties/type",keyword:"type",params:{type: schema33.properties.values.additionalProperties.type},message:"must be number,string",schema:schema33.properties.values.additionalProperties.type,parentSchema:schema33.properties.values.additionalProperties,data:data15};
+for(const key2 in data16){
+const _errs36 = errors;
+if(typeof key2 === "string"){
+if(!pattern25.test(key2)){
+const err28 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames/pattern",keyword:"pattern",params:{pattern: "^-?[0-9]+$"},message:"must match pattern \""+"^-?[0-9]+$"+"\"",schema:"^-?[0-9]+$",parentSchema:schema33.properties.values.propertyNames,data:key2,propertyName:key2};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2584,9 +2585,9 @@ vErrors.push(err28);
 errors++;
 }
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.values.type,parentSchema:schema33.properties.values,data:data14};
+var valid5 = _errs36 === errors;
+if(!valid5){
+const err29 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames",keyword:"propertyNames",params:{propertyName: key2},message:"property name must be valid",schema:schema33.properties.values.propertyNames,parentSchema:schema33.properties.values,data:data16};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2596,11 +2597,10 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data.scale_factor !== undefined){
-let data16 = data.scale_factor;
-if(typeof data16 === "string"){
-if(func3(data16) < 1){
-const err30 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.scale_factor,data:data16};
+for(const key3 in data16){
+let data17 = data16[key3];
+if((!((typeof data17 == "number") && (isFinite(data17)))) && (typeof data17 !== "string")){
+const err30 = {instancePath:instancePath+"/values/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/values/additionalProperties/type",keyword:"type",params:{type: schema33.properties.values.additionalProperties.type},message:"must be number,string",schema:schema33.properties.values.additionalProperties.type,parentSchema:schema33.properties.values.additionalProperties,data:data17};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2610,8 +2610,9 @@ vErrors.push(err30);
 errors++;
 }
 }
+}
 else {
-const err31 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.scale_factor.type,parentSchema:schema33.properties.scale_factor,data:data16};
+const err31 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.values.type,parentSchema:schema33.properties.values,data:data16};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2621,11 +2622,11 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.poll !== undefined){
-let data17 = data.poll;
-if(typeof data17 === "string"){
-if(!pattern4.test(data17)){
-const err32 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data17};
+if(data.scale_factor !== undefined){
+let data18 = data.scale_factor;
+if(typeof data18 === "string"){
+if(func3(data18) < 1){
+const err32 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.scale_factor,data:data18};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2636,7 +2637,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data17};
+const err33 = {instancePath:instancePath+"/scale_factor",schemaPath:"#/properties/scale_factor/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.scale_factor.type,parentSchema:schema33.properties.scale_factor,data:data18};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2646,9 +2647,11 @@ vErrors.push(err33);
 errors++;
 }
 }
-let data18 = data.report;
-if(!((data18 === "change") || (data18 === "always"))){
-const err34 = {instancePath:instancePath+"/report",schemaPath:"#/properties/report/enum",keyword:"enum",params:{allowedValues: schema33.properties.report.enum},message:"must be equal to one of the allowed values",schema:schema33.properties.report.enum,parentSchema:schema33.properties.report,data:data18};
+if(data.poll !== undefined){
+let data19 = data.poll;
+if(typeof data19 === "string"){
+if(!pattern4.test(data19)){
+const err34 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data19};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2657,17 +2660,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data.modbus !== undefined){
-let data19 = data.modbus;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.word_order === undefined){
-data19.word_order = "big";
 }
-if(data19.byte_order === undefined){
-data19.byte_order = "big";
-}
-if(data19.table === undefined){
-const err35 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "table"},message:"must have required property '"+"table"+"'",schema:schema36.required,parentSchema:schema36,data:data19};
+else {
+const err35 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data19};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2676,8 +2671,10 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data19.address === undefined){
-const err36 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.required,parentSchema:schema36,data:data19};
+}
+let data20 = data.report;
+if(!((data20 === "change") || (data20 === "always"))){
+const err36 = {instancePath:instancePath+"/report",schemaPath:"#/properties/report/enum",keyword:"enum",params:{allowedValues: schema33.properties.report.enum},message:"must be equal to one of the allowed values",schema:schema33.properties.report.enum,parentSchema:schema33.properties.report,data:data20};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2686,8 +2683,17 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data19.data_type === undefined){
-const err37 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "data_type"},message:"must have required property '"+"data_type"+"'",schema:schema36.required,parentSchema:schema36,data:data19};
+if(data.modbus !== undefined){
+let data21 = data.modbus;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(data21.word_order === undefined){
+data21.word_order = "big";
+}
+if(data21.byte_order === undefined){
+data21.byte_order = "big";
+}
+if(data21.table === undefined){
+const err37 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "table"},message:"must have required property '"+"table"+"'",schema:schema36.required,parentSchema:schema36,data:data21};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2696,9 +2702,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-for(const key4 in data19){
-if(!(func2.call(schema36.properties, key4))){
-const err38 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data:data19};
+if(data21.address === undefined){
+const err38 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.required,parentSchema:schema36,data:data21};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2707,11 +2712,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-if(data19.table !== undefined){
-let data20 = data19.table;
-if(!((((data20 === "coil") || (data20 === "discrete")) || (data20 === "input")) || (data20 === "holding"))){
-const err39 = {instancePath:instancePath+"/modbus/table",schemaPath:"#/definitions/modbus_point/properties/table/enum",keyword:"enum",params:{allowedValues: schema36.properties.table.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.table.enum,parentSchema:schema36.properties.table,data:data20};
+if(data21.data_type === undefined){
+const err39 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/required",keyword:"required",params:{missingProperty: "data_type"},message:"must have required property '"+"data_type"+"'",schema:schema36.required,parentSchema:schema36,data:data21};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2720,11 +2722,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data19.address !== undefined){
-let data21 = data19.address;
-if((!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))) && (typeof data21 !== "string")){
-const err40 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/type",keyword:"type",params:{type: schema36.properties.address.type},message:"must be integer,string",schema:schema36.properties.address.type,parentSchema:schema36.properties.address,data:data21};
+for(const key4 in data21){
+if(!(func2.call(schema36.properties, key4))){
+const err40 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data:data21};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2733,9 +2733,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 65535 || isNaN(data21)){
-const err41 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.address,data:data21};
+}
+if(data21.table !== undefined){
+let data22 = data21.table;
+if(!((((data22 === "coil") || (data22 === "discrete")) || (data22 === "input")) || (data22 === "holding"))){
+const err41 = {instancePath:instancePath+"/modbus/table",schemaPath:"#/definitions/modbus_point/properties/table/enum",keyword:"enum",params:{allowedValues: schema36.properties.table.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.table.enum,parentSchema:schema36.properties.table,data:data22};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2744,8 +2746,11 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err42 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.address,data:data21};
+}
+if(data21.address !== undefined){
+let data23 = data21.address;
+if((!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))) && (typeof data23 !== "string")){
+const err42 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/type",keyword:"type",params:{type: schema36.properties.address.type},message:"must be integer,string",schema:schema36.properties.address.type,parentSchema:schema36.properties.address,data:data23};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2754,10 +2759,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-if(typeof data21 === "string"){
-if(!pattern27.test(data21)){
-const err43 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},message:"must match pattern \""+"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"+"\"",schema:"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$",parentSchema:schema36.properties.address,data:data21};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 65535 || isNaN(data23)){
+const err43 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.address,data:data23};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2766,12 +2770,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-if(data19.data_type !== undefined){
-let data22 = data19.data_type;
-if(!((((((((((data22 === "bool") || (data22 === "int16")) || (data22 === "uint16")) || (data22 === "int32")) || (data22 === "uint32")) || (data22 === "int64")) || (data22 === "uint64")) || (data22 === "float32")) || (data22 === "float64")) || (data22 === "string"))){
-const err44 = {instancePath:instancePath+"/modbus/data_type",schemaPath:"#/definitions/modbus_point/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.data_type.enum,parentSchema:schema36.properties.data_type,data:data22};
+if(data23 < 0 || isNaN(data23)){
+const err44 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.address,data:data23};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -2781,10 +2781,9 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data19.length !== undefined){
-let data23 = data19.length;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err45 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.length.type,parentSchema:schema36.properties.length,data:data23};
+if(typeof data23 === "string"){
+if(!pattern27.test(data23)){
+const err45 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},message:"must match pattern \""+"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"+"\"",schema:"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$",parentSchema:schema36.properties.address,data:data23};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -2793,9 +2792,12 @@ vErrors.push(err45);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 125 || isNaN(data23)){
-const err46 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema36.properties.length,data:data23};
+}
+}
+if(data21.data_type !== undefined){
+let data24 = data21.data_type;
+if(!((((((((((data24 === "bool") || (data24 === "int16")) || (data24 === "uint16")) || (data24 === "int32")) || (data24 === "uint32")) || (data24 === "int64")) || (data24 === "uint64")) || (data24 === "float32")) || (data24 === "float64")) || (data24 === "string"))){
+const err46 = {instancePath:instancePath+"/modbus/data_type",schemaPath:"#/definitions/modbus_point/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.data_type.enum,parentSchema:schema36.properties.data_type,data:data24};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -2804,8 +2806,11 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data23 < 1 || isNaN(data23)){
-const err47 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.length,data:data23};
+}
+if(data21.length !== undefined){
+let data25 = data21.length;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err47 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.length.type,parentSchema:schema36.properties.length,data:data25};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -2814,12 +2819,9 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-}
-if(data19.bit !== undefined){
-let data24 = data19.bit;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err48 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bit.type,parentSchema:schema36.properties.bit,data:data24};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 125 || isNaN(data25)){
+const err48 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema36.properties.length,data:data25};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -2828,9 +2830,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 31 || isNaN(data24)){
-const err49 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31",schema:31,parentSchema:schema36.properties.bit,data:data24};
+if(data25 < 1 || isNaN(data25)){
+const err49 = {instancePath:instancePath+"/modbus/length",schemaPath:"#/definitions/modbus_point/properties/length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.length,data:data25};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -2839,8 +2840,12 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(data24 < 0 || isNaN(data24)){
-const err50 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.bit,data:data24};
+}
+}
+if(data21.bit !== undefined){
+let data26 = data21.bit;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err50 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bit.type,parentSchema:schema36.properties.bit,data:data26};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -2849,12 +2854,9 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-}
-if(data19.bits !== undefined){
-let data25 = data19.bits;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err51 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bits.type,parentSchema:schema36.properties.bits,data:data25};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 31 || isNaN(data26)){
+const err51 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31",schema:31,parentSchema:schema36.properties.bit,data:data26};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -2863,9 +2865,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 32 || isNaN(data25)){
-const err52 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32",schema:32,parentSchema:schema36.properties.bits,data:data25};
+if(data26 < 0 || isNaN(data26)){
+const err52 = {instancePath:instancePath+"/modbus/bit",schemaPath:"#/definitions/modbus_point/properties/bit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.bit,data:data26};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -2874,8 +2875,12 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err53 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.bits,data:data25};
+}
+}
+if(data21.bits !== undefined){
+let data27 = data21.bits;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err53 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.bits.type,parentSchema:schema36.properties.bits,data:data27};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -2884,11 +2889,9 @@ vErrors.push(err53);
 }
 errors++;
 }
-}
-}
-let data26 = data19.word_order;
-if(!((data26 === "big") || (data26 === "little"))){
-const err54 = {instancePath:instancePath+"/modbus/word_order",schemaPath:"#/definitions/modbus_point/properties/word_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.word_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.word_order.enum,parentSchema:schema36.properties.word_order,data:data26};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 32 || isNaN(data27)){
+const err54 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/maximum",keyword:"maximum",params:{comparison: "<=", limit: 32},message:"must be <= 32",schema:32,parentSchema:schema36.properties.bits,data:data27};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -2897,9 +2900,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-let data27 = data19.byte_order;
-if(!((data27 === "big") || (data27 === "little"))){
-const err55 = {instancePath:instancePath+"/modbus/byte_order",schemaPath:"#/definitions/modbus_point/properties/byte_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.byte_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.byte_order.enum,parentSchema:schema36.properties.byte_order,data:data27};
+if(data27 < 1 || isNaN(data27)){
+const err55 = {instancePath:instancePath+"/modbus/bits",schemaPath:"#/definitions/modbus_point/properties/bits/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.bits,data:data27};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -2908,10 +2910,11 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(data19.sunspec_model !== undefined){
-let data28 = data19.sunspec_model;
-if((!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))) && (!(Array.isArray(data28)))){
-const err56 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/type",keyword:"type",params:{type: schema36.properties.sunspec_model.type},message:"must be integer,array",schema:schema36.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_model,data:data28};
+}
+}
+let data28 = data21.word_order;
+if(!((data28 === "big") || (data28 === "little"))){
+const err56 = {instancePath:instancePath+"/modbus/word_order",schemaPath:"#/definitions/modbus_point/properties/word_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.word_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.word_order.enum,parentSchema:schema36.properties.word_order,data:data28};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -2920,9 +2923,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 65534 || isNaN(data28)){
-const err57 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model,data:data28};
+let data29 = data21.byte_order;
+if(!((data29 === "big") || (data29 === "little"))){
+const err57 = {instancePath:instancePath+"/modbus/byte_order",schemaPath:"#/definitions/modbus_point/properties/byte_order/enum",keyword:"enum",params:{allowedValues: schema36.properties.byte_order.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.byte_order.enum,parentSchema:schema36.properties.byte_order,data:data29};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -2931,8 +2934,10 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(data28 < 1 || isNaN(data28)){
-const err58 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model,data:data28};
+if(data21.sunspec_model !== undefined){
+let data30 = data21.sunspec_model;
+if((!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))) && (!(Array.isArray(data30)))){
+const err58 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/type",keyword:"type",params:{type: schema36.properties.sunspec_model.type},message:"must be integer,array",schema:schema36.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_model,data:data30};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -2941,10 +2946,9 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-if(Array.isArray(data28)){
-if(data28.length < 1){
-const err59 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_model,data:data28};
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 > 65534 || isNaN(data30)){
+const err59 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model,data:data30};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -2953,11 +2957,8 @@ vErrors.push(err59);
 }
 errors++;
 }
-const len1 = data28.length;
-for(let i1=0; i1<len1; i1++){
-let data29 = data28[i1];
-if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err60 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_model.items,data:data29};
+if(data30 < 1 || isNaN(data30)){
+const err60 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model,data:data30};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -2966,9 +2967,10 @@ vErrors.push(err60);
 }
 errors++;
 }
-if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 > 65534 || isNaN(data29)){
-const err61 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model.items,data:data29};
+}
+if(Array.isArray(data30)){
+if(data30.length < 1){
+const err61 = {instancePath:instancePath+"/modbus/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_model,data:data30};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -2977,8 +2979,11 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data29 < 1 || isNaN(data29)){
-const err62 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model.items,data:data29};
+const len1 = data30.length;
+for(let i1=0; i1<len1; i1++){
+let data31 = data30[i1];
+if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
+const err62 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_model.items,data:data31};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -2987,15 +2992,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-}
-}
-}
-if(data19.sunspec_float !== undefined){
-let data30 = data19.sunspec_float;
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.sunspec_model === undefined){
-const err63 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/required",keyword:"required",params:{missingProperty: "sunspec_model"},message:"must have required property '"+"sunspec_model"+"'",schema:schema36.properties.sunspec_float.required,parentSchema:schema36.properties.sunspec_float,data:data30};
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 > 65534 || isNaN(data31)){
+const err63 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_model.items,data:data31};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -3004,8 +3003,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(data30.address === undefined){
-const err64 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.properties.sunspec_float.required,parentSchema:schema36.properties.sunspec_float,data:data30};
+if(data31 < 1 || isNaN(data31)){
+const err64 = {instancePath:instancePath+"/modbus/sunspec_model/" + i1,schemaPath:"#/definitions/modbus_point/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_model.items,data:data31};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -3014,9 +3013,15 @@ vErrors.push(err64);
 }
 errors++;
 }
-for(const key5 in data30){
-if(!(((key5 === "sunspec_model") || (key5 === "address")) || (key5 === "data_type"))){
-const err65 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema36.properties.sunspec_float,data:data30};
+}
+}
+}
+}
+if(data21.sunspec_float !== undefined){
+let data32 = data21.sunspec_float;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.sunspec_model === undefined){
+const err65 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/required",keyword:"required",params:{missingProperty: "sunspec_model"},message:"must have required property '"+"sunspec_model"+"'",schema:schema36.properties.sunspec_float.required,parentSchema:schema36.properties.sunspec_float,data:data32};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -3025,12 +3030,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-if(data30.sunspec_model !== undefined){
-let data31 = data30.sunspec_model;
-if(Array.isArray(data31)){
-if(data31.length < 1){
-const err66 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model,data:data31};
+if(data32.address === undefined){
+const err66 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/required",keyword:"required",params:{missingProperty: "address"},message:"must have required property '"+"address"+"'",schema:schema36.properties.sunspec_float.required,parentSchema:schema36.properties.sunspec_float,data:data32};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -3039,11 +3040,9 @@ vErrors.push(err66);
 }
 errors++;
 }
-const len2 = data31.length;
-for(let i2=0; i2<len2; i2++){
-let data32 = data31[i2];
-if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
-const err67 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model/" + i2,schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_float.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model.items,data:data32};
+for(const key5 in data32){
+if(!(((key5 === "sunspec_model") || (key5 === "address")) || (key5 === "data_type"))){
+const err67 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema36.properties.sunspec_float,data:data32};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -3052,9 +3051,12 @@ vErrors.push(err67);
 }
 errors++;
 }
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 > 65534 || isNaN(data32)){
-const err68 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model/" + i2,schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model.items,data:data32};
+}
+if(data32.sunspec_model !== undefined){
+let data33 = data32.sunspec_model;
+if(Array.isArray(data33)){
+if(data33.length < 1){
+const err68 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items",schema:1,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model,data:data33};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -3063,8 +3065,11 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data32 < 1 || isNaN(data32)){
-const err69 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model/" + i2,schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model.items,data:data32};
+const len2 = data33.length;
+for(let i2=0; i2<len2; i2++){
+let data34 = data33[i2];
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err69 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model/" + i2,schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/items/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_float.properties.sunspec_model.items.type,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model.items,data:data34};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -3073,11 +3078,9 @@ vErrors.push(err69);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err70 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema36.properties.sunspec_float.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model,data:data31};
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 > 65534 || isNaN(data34)){
+const err70 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model/" + i2,schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65534},message:"must be <= 65534",schema:65534,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model.items,data:data34};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -3086,11 +3089,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-if(data30.address !== undefined){
-let data33 = data30.address;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err71 = {instancePath:instancePath+"/modbus/sunspec_float/address",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/address/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_float.properties.address.type,parentSchema:schema36.properties.sunspec_float.properties.address,data:data33};
+if(data34 < 1 || isNaN(data34)){
+const err71 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model/" + i2,schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model.items,data:data34};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -3099,9 +3099,11 @@ vErrors.push(err71);
 }
 errors++;
 }
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 > 65535 || isNaN(data33)){
-const err72 = {instancePath:instancePath+"/modbus/sunspec_float/address",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.sunspec_float.properties.address,data:data33};
+}
+}
+}
+else {
+const err72 = {instancePath:instancePath+"/modbus/sunspec_float/sunspec_model",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/sunspec_model/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema36.properties.sunspec_float.properties.sunspec_model.type,parentSchema:schema36.properties.sunspec_float.properties.sunspec_model,data:data33};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -3110,8 +3112,11 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(data33 < 0 || isNaN(data33)){
-const err73 = {instancePath:instancePath+"/modbus/sunspec_float/address",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.sunspec_float.properties.address,data:data33};
+}
+if(data32.address !== undefined){
+let data35 = data32.address;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err73 = {instancePath:instancePath+"/modbus/sunspec_float/address",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/address/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema36.properties.sunspec_float.properties.address.type,parentSchema:schema36.properties.sunspec_float.properties.address,data:data35};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -3120,12 +3125,9 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-}
-if(data30.data_type !== undefined){
-let data34 = data30.data_type;
-if(!(((((data34 === "int16") || (data34 === "uint16")) || (data34 === "int32")) || (data34 === "uint32")) || (data34 === "float32"))){
-const err74 = {instancePath:instancePath+"/modbus/sunspec_float/data_type",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.sunspec_float.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.sunspec_float.properties.data_type.enum,parentSchema:schema36.properties.sunspec_float.properties.data_type,data:data34};
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 65535 || isNaN(data35)){
+const err74 = {instancePath:instancePath+"/modbus/sunspec_float/address",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/address/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema36.properties.sunspec_float.properties.address,data:data35};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -3134,10 +3136,8 @@ vErrors.push(err74);
 }
 errors++;
 }
-}
-}
-else {
-const err75 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.properties.sunspec_float.type,parentSchema:schema36.properties.sunspec_float,data:data30};
+if(data35 < 0 || isNaN(data35)){
+const err75 = {instancePath:instancePath+"/modbus/sunspec_float/address",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/address/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema36.properties.sunspec_float.properties.address,data:data35};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -3148,13 +3148,39 @@ errors++;
 }
 }
 }
-else {
-const err76 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data:data19};
+if(data32.data_type !== undefined){
+let data36 = data32.data_type;
+if(!(((((data36 === "int16") || (data36 === "uint16")) || (data36 === "int32")) || (data36 === "uint32")) || (data36 === "float32"))){
+const err76 = {instancePath:instancePath+"/modbus/sunspec_float/data_type",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/properties/data_type/enum",keyword:"enum",params:{allowedValues: schema36.properties.sunspec_float.properties.data_type.enum},message:"must be equal to one of the allowed values",schema:schema36.properties.sunspec_float.properties.data_type.enum,parentSchema:schema36.properties.sunspec_float.properties.data_type,data:data36};
 if(vErrors === null){
 vErrors = [err76];
 }
 else {
 vErrors.push(err76);
+}
+errors++;
+}
+}
+}
+else {
+const err77 = {instancePath:instancePath+"/modbus/sunspec_float",schemaPath:"#/definitions/modbus_point/properties/sunspec_float/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.properties.sunspec_float.type,parentSchema:schema36.properties.sunspec_float,data:data32};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/modbus",schemaPath:"#/definitions/modbus_point/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data:data21};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
 }
 errors++;
 }
@@ -3173,12 +3199,12 @@ errors = vErrors.length;
 }
 }
 else {
-const err77 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
+const err79 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data};
 if(vErrors === null){
-vErrors = [err77];
+vErrors = [err79];
 }
 else {
-vErrors.push(err77);
+vErrors.push(err79);
 }
 errors++;
 }

@@ -64,6 +64,9 @@ export interface PointConfig {
   scale: number;
   offset: number;
   decimals?: number;
+  /** Bounds of what a write may set (reads are not clipped). */
+  min?: number;
+  max?: number;
   /** Raw values that are not measurements: the value is null with the reason (docs/model-fields.md). */
   invalid?: { raw: number | string; reason: string }[];
   /** Coded values: raw code → meaning. */

@@ -12,6 +12,9 @@ export interface PointModel {
   scale?: number;
   offset?: number;
   decimals?: number;
+  /** Bounds of what a write may set (the model's; reads are not clipped). */
+  min?: number;
+  max?: number;
   /** Coded values (raw code → meaning): writes send the code of the meaning asked for. */
   values?: Readonly<Record<string, number | string>>;
 }
@@ -66,11 +69,17 @@ export function toRaw(point: PointModel, value: unknown): { value: Value; raw: R
   if (point.type === 'int' && !Number.isInteger(n)) throw invalidValue(`value ${shown} is not an int for point ${point.name}`);
   // Past 2^53 an int is no longer held exactly (1e20 read back is another number).
   if (point.type === 'int' && !Number.isSafeInteger(n)) throw invalidValue(`value ${shown} is out of range for int point ${point.name} (at most ±${Number.MAX_SAFE_INTEGER})`);
+  if (point.min !== undefined && n < point.min) throw invalidValue(`value ${shown} is below the lowest value ${point.min} of point ${point.name} (${range(point)})`);
+  if (point.max !== undefined && n > point.max) throw invalidValue(`value ${shown} is above the highest value ${point.max} of point ${point.name} (${range(point)})`);
   const raw = (n - (point.offset ?? 0)) / (point.scale ?? 1);
   // A value whose raw form overflows (1e308 / 0.1) would be sent as something else, or read back as nothing.
   if (!Number.isFinite(raw)) throw invalidValue(`value ${shown} is out of range for point ${point.name} (its raw value ${raw} with scale ${point.scale ?? 1})`);
   return { value: n, raw };
 }
+
+/** A point's write bounds in words: "0..1", "at least 5", "at most 35". */
+const range = (point: PointModel): string =>
+  point.min !== undefined && point.max !== undefined ? `${point.min}..${point.max}` : point.min !== undefined ? `at least ${point.min}` : `at most ${point.max}`;
 
 /** The code of a meaning (`values` map); anything not in the map is refused, naming what is allowed. */
 function toCode(point: PointModel, map: Readonly<Record<string, number | string>>, value: unknown): { value: Value; raw: Raw } {

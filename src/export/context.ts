@@ -30,6 +30,9 @@ export interface PointInfo {
   scale?: number;
   offset?: number;
   decimals?: number;
+  /** The model's bounds of what a write may set. */
+  min?: number;
+  max?: number;
   /** Coded values (raw code → meaning): the state carries the meaning; a write sends one. */
   values?: Record<string, number | string>;
 }

@@ -51,7 +51,7 @@ const RAW_RANGE: Record<string, [number, number]> = {
   float32: [-3.4028234663852886e38, 3.4028234663852886e38], float64: [-Number.MAX_VALUE, Number.MAX_VALUE],
 };
 
-/** What a number entity may send: the register's range through scale and offset, and a step HA can show. */
+/** What a number entity may send: the register's range through scale and offset (within the model's min/max), and a step HA can show. */
 export function numberRange(p: PointInfo): { min: number; max: number; step: number } {
   const raw: [number, number] = (p.dataType ? RAW_RANGE[p.dataType] : undefined) ?? (p.type === 'int' ? [-2147483648, 2147483647] : [-1e9, 1e9]);
   const scale = p.scale ?? 1;
@@ -59,7 +59,8 @@ export function numberRange(p: PointInfo): { min: number; max: number; step: num
   const ends = [raw[0] * scale + offset, raw[1] * scale + offset].sort((a, b) => a - b) as [number, number];
   const step = p.type === 'int' ? 1 : p.decimals !== undefined ? 10 ** -p.decimals : Math.abs(scale) < 1 ? Math.abs(scale) : 0.001;
   const round = (v: number): number => (Number.isFinite(v) ? Number(v.toPrecision(12)) : v);
-  return { min: round(ends[0]), max: round(ends[1]), step };
+  // The model's own bounds, where it has them, narrow the register's: HA offers only what a write may set.
+  return { min: round(Math.max(ends[0], p.min ?? -Infinity)), max: round(Math.min(ends[1], p.max ?? Infinity)), step };
 }
 
 export interface DiscoveryInput {

@@ -19,6 +19,8 @@ export function haPointInfo(device: Pick<ResolvedDevice, 'model'> & { config?: P
     ...(p.scale !== undefined && p.scale !== 1 ? { scale: p.scale } : {}),
     ...(p.offset ? { offset: p.offset } : {}),
     ...(p.decimals !== undefined ? { decimals: p.decimals } : {}),
+    ...(p.min !== undefined ? { min: p.min } : {}),
+    ...(p.max !== undefined ? { max: p.max } : {}),
     ...(p.values ? { values: p.values } : {}),
   }));
 }

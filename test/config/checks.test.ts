@@ -241,6 +241,20 @@ test('device markers: scale_factor names a point polled with it, coded meanings 
     ['models.meter.points[0].invalid[0].raw: must be a number or hex text like "0x7FFFFFFF" (got "7FFF")']);
 });
 
+test('write bounds: min ≤ max, numbers only, not beside coded values', () => {
+  const reg = (address: number) => ({ table: 'holding', address, data_type: 'uint16' });
+  assert.equal(problemsOf(modbusConfig([
+    { name: 'a', type: 'float', access: 'RW', min: 10, max: 5, modbus: reg(0) },
+    { name: 'b', type: 'string', access: 'RW', max: 5, modbus: { table: 'holding', address: 1, data_type: 'string', length: 2 } },
+    { name: 'c', type: 'int', access: 'RW', min: 0, values: { 0: 0, 1: 1 }, modbus: reg(2) },
+    { name: 'ok', type: 'int', access: 'RW', min: 0, max: 1, modbus: reg(3) },
+  ])), [
+    'models.meter.points[0].min: 10 is above "max" 5',
+    'models.meter.points[1].min: "min" and "max" bound numbers; a string point has none',
+    'models.meter.points[2].min: a coded point\'s writes are its "values" already; drop "min" and "max"',
+  ]);
+});
+
 
 test('a guarded line setting is read-only unless the device unlocks it; unlocking a point that is not guarded is refused', async () => {
   const { resolveDevices, validateConfig } = await import('../../src/config/load.js');

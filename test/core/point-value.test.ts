@@ -41,6 +41,17 @@ test('outbound: clear errors naming the value and the point', () => {
   assert.throws(() => toRaw(temp, 1e308), /out of range for point temp/, 'its raw value overflows');
 });
 
+test('outbound: the model\'s min/max bound writes, naming the range; a boolean is 1/0 within them', () => {
+  const bounded = { name: 'relay', type: 'int' as const, min: 0, max: 1 };
+  assert.equal(toRaw(bounded, 1), { value: 1, raw: 1 });
+  assert.equal(toRaw(bounded, true), { value: 1, raw: 1 }, 'as driver-box: a boolean writes 1 or 0');
+  assert.throws(() => toRaw(bounded, 5), /^value 5 is above the highest value 1 of point relay \(0\.\.1\)$/);
+  assert.throws(() => toRaw(bounded, '-1'), /^value "-1" is below the lowest value 0 of point relay \(0\.\.1\)$/);
+  const low = { name: 'sp', type: 'float' as const, min: 5, scale: 0.1 };
+  assert.throws(() => toRaw(low, 4.9), /below the lowest value 5 of point sp \(at least 5\)/);
+  assert.equal(toRaw(low, 1e6).value, 1e6, 'no max: only the register bounds it');
+});
+
 test('a huge float keeps its value both ways: 1e308 with decimals reads back as 1e308, never Infinity', () => {
   const setpoint = { name: 'setpoint', type: 'float' as const, decimals: 1 };
   assert.equal(toRaw(setpoint, 1e308), { value: 1e308, raw: 1e308 });

@@ -62,6 +62,10 @@ test('discovery payloads carry HA fields, a device block and command paths', () 
   assert.is(num.command_topic, 'sg/dev1/set');
   assert.is(num.command_template, '{{ {"setpoint": value} | tojson }}');
   assert.ok((num.min as number) < 0 && (num.max as number) > 1000);
+  // The model's write bounds narrow the register's range: HA offers only what a write may set.
+  const bounded = discoveryMessages({ prefix: 'homeassistant', gatewayId: 'gw-1', deviceId: 'dev1', device: { model: 'm' },
+    points: [{ name: 'sp', type: 'float', access: 'RW', dataType: 'int16', scale: 0.1, min: 5, max: 35 }], topics: new Topics('sg') });
+  assert.equal([bounded[0]!.payload.min, bounded[0]!.payload.max], [5, 35]);
   assert.is(by['homeassistant/text/gw-1_dev1/label/config']!.command_topic, 'sg/dev1/set');
   assert.is(new Set(msgs.map((m) => m.payload.unique_id)).size, msgs.length);
 });

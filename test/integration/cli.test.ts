@@ -61,6 +61,15 @@ test('run serves the demo; SIGTERM stops cleanly with exit 0 and the shadow save
   const child = cli(['run', '--config', 'board/demo.json'], env);
   const port = await waitReady(child);
   await call(port, '/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=18.5');
+  // The demo's bounds: what a thermostat and a relay take; anything else is refused and changes nothing.
+  for (const [point, value, why] of [['setpoint', '1e308', /above the highest value 35 of point setpoint \(5\.\.35\)/], ['relay', '5', /above the highest value 1 of point relay \(0\.\.1\)/], ['relay', '-1', /below the lowest value 0/]] as const) {
+    const id = point === 'relay' ? 'meter-1' : 'thermostat-1';
+    const r = await call(port, `/api/v1/device/writePoint?id=${id}&point=${point}&value=${value}`);
+    assert.is(r.body.success, false, `${point}=${value} refused`);
+    assert.match(r.body.errorMsg, why);
+  }
+  assert.is((await call<{ write_value: unknown }>(port, '/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint')).body.data.write_value, 18.5, 'nothing changed');
+  assert.is((await call(port, '/api/v1/device/writePoint?id=meter-1&point=relay&value=1')).body.success, true, 'the relay takes 1');
   child.kill('SIGTERM');
   assert.is(await exited(child), 0);
   const again = cli(['run', '--config', 'board/demo.json'], env);
