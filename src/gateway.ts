@@ -4,7 +4,6 @@
  * and stops them in reverse. Live configuration goes through the config manager, which hands changed
  * devices and buses to the buses part only. Nothing else constructs services or reads the config globally.
  */
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { validateConfig, type ConfigChecker } from './config/load.js';
 import { readModelLibrary } from './config/models.js';
@@ -45,6 +44,7 @@ import { createLifecycle } from './runtime/backup-service.js';
 import { lastLifecycle, type LifecycleStatus } from './runtime/lifecycle.js';
 import { createUpdates } from './runtime/update-service.js';
 import { RAUC_SYSTEM_CONF } from './store/update-status.js';
+import { makeDir } from './util/make-dir.js';
 
 export interface Gateway {
   shadow: Shadow;
@@ -94,7 +94,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
   const { log } = opts;
   const clock = opts.clock ?? systemClock;
   const dataDir = path.resolve(config.gateway.data_dir);
-  await mkdir(dataDir, { recursive: true });
+  await makeDir(dataDir);
   const damage = opts.damage ?? new DataDirDamage(dataDir);
   if (!opts.damage) damage.attach(log);
   const parts = new PartList(log);

@@ -7,11 +7,12 @@
  * A reset also removes the generated API token, so boot-config makes a new one.
  */
 import { execFile } from 'node:child_process';
-import { chown, copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chown, copyFile, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { atomicWriteFile, fsyncDir, tmpPathFor } from '../util/atomic-file.js';
 import { LIFECYCLE_FILES as F } from '../util/lifecycle-files.js';
+import { makeDir } from '../util/make-dir.js';
 
 export interface BootRequests {
   reset: boolean;
@@ -40,7 +41,7 @@ export async function bootRequests(bootDir: string): Promise<BootRequests> {
  * with what is in it, to the gateway's user at its start.
  */
 async function owner(dataDir: string): Promise<{ uid: number; gid: number }> {
-  await mkdir(dataDir, { recursive: true, mode: 0o750 });
+  await makeDir(dataDir, 0o750);
   const st = await stat(dataDir);
   return { uid: st.uid, gid: st.gid };
 }

@@ -9,9 +9,10 @@
  * that no longer runs, or one that is not a shadowgate (after a reboot) — then it is stale and taken over.
  * The lock file's age is not used: a Pi without RTC boots with its clock behind and NTP steps it later.
  */
-import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import { open, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { StartupError } from './startup-failure.js';
+import { makeDir } from '../util/make-dir.js';
 
 export const LOCK_FILE = 'gateway.lock';
 
@@ -66,7 +67,7 @@ async function create(file: string): Promise<boolean> {
 /** Creates data_dir if needed and takes its lock; a StartupError names the cause and the fix. */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   const file = path.join(dataDir, LOCK_FILE);
-  await mkdir(dataDir, { recursive: true });
+  await makeDir(dataDir);
   for (let attempt = 0; attempt < 2; attempt++) {
     if (await create(file)) {
       return { file, release: () => rm(file, { force: true }) };

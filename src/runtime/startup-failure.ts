@@ -80,6 +80,10 @@ export function describeStartupFailure(err: unknown, config: GatewayConfig): str
   if ((e.code === 'ENOTDIR' || e.code === 'EEXIST') && typeof e.path === 'string' && dataDir.startsWith(e.path)) {
     return `gateway.data_dir ${dataDir} cannot be a directory (${e.code} on ${e.path}): set gateway.data_dir`;
   }
+  // A directory that exists yet takes no new entries (/proc, /sys): mkdir says ENOENT there.
+  if (e.code === 'ENOENT' && e.syscall === 'mkdir' && typeof e.path === 'string' && (e.path === dataDir || dataDir.startsWith(`${e.path}/`))) {
+    return `gateway.data_dir ${dataDir} cannot be made (${e.code} on ${e.path}: no directory can be made there): set gateway.data_dir`;
+  }
   if (e.code === 'ENOSPC') return `no space left on the disk of gateway.data_dir ${dataDir}: free some space, or set gateway.data_dir`;
   return undefined;
 }

@@ -17,7 +17,7 @@
  * node-persist: its setItem deep-copies via JSON (stringify + parse of megabytes on the main thread).
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import nodePersist from 'node-persist';
 import type { LocalStorage } from 'node-persist';
@@ -31,6 +31,7 @@ import { GenerationError, decodeGeneration } from './snapshot-codec.js';
 import { DeltaTracker, applyDeltas } from './shadow-delta.js';
 import { JournalFile, readJournal } from './shadow-journal.js';
 import { replaceInPlaceWrites } from './persist-writer.js';
+import { makeDir } from '../util/make-dir.js';
 
 const SLOTS = ['a', 'b'] as const;
 type Slot = (typeof SLOTS)[number];
@@ -101,7 +102,7 @@ export async function openShadowStore(opts: OpenShadowStoreOptions): Promise<Sha
   const dir = path.resolve(opts.dir);
   const { log } = opts;
   const damage = opts.damage ?? ignoreDamage;
-  await mkdir(dir, { recursive: true });
+  await makeDir(dir);
   const stale = await removeStaleTmp(dir);
   if (stale.length > 0) log.warn({ dir, files: stale }, 'removed temp files left by an interrupted save');
 

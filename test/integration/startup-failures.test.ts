@@ -101,6 +101,14 @@ needs(root && otherUserMissing(), 'data_dir not writable as nobody')('data_dir n
   assertOneLine(r, new RegExp(`^shadowgate: gateway\\.data_dir ${dataDir} is not writable \\(EACCES on ${dataDir}\\): .*set gateway\\.data_dir$`));
 });
 
+test('data_dir where no directory can be made (/proc): one line naming gateway.data_dir, exit 1, not a spin', async () => {
+  // Node's recursive mkdir retries an ENOENT under /proc forever: this test then times out (START_MS) instead.
+  for (const dataDir of ['/proc/sg-data', '/proc/sg-x/data']) {
+    const r = await runCli(['run', '--config', config], env(dataDir));
+    assertOneLine(r, new RegExp(`^shadowgate: gateway\\.data_dir ${dataDir} cannot be made \\(ENOENT on /proc/sg-[a-z]+: no directory can be made there\\): set gateway\\.data_dir$`));
+  }
+});
+
 async function runAsNobody(args: string[], extra: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const tree = await otherUserTree('sg-startup-nobody-');
   try {

@@ -3,7 +3,7 @@
  * retention and the disk cap. Everything that touches files runs on one serial queue, so flushes,
  * sealing and deletions never interleave; queries read a snapshot and run beside it.
  */
-import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
+import { open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AggFunction, TimedValue } from './buckets.js';
 import { sealLog, type SealScratch } from './compact.js';
@@ -17,6 +17,7 @@ import { writeAt } from './scan.js';
 import { LazySealedSegment, SealedIndexCache } from './sealed-lazy.js';
 import { LogSegment, MAX_LOG_BLOCKS, SealedSegment, type Segment } from './segment.js';
 import type { HistoryOptions, HistoryStats, HistoryStore } from './types.js';
+import { makeDir } from '../../util/make-dir.js';
 
 const DAY = 86_400_000;
 /** A seal that failed for want of space is tried again once space is back, or after this long. */
@@ -24,7 +25,7 @@ const NO_SPACE_RETRY = 60_000;
 const noSpace = (err: unknown): boolean => ['ENOSPC', 'EDQUOT'].includes((err as NodeJS.ErrnoException)?.code ?? '');
 
 export async function openHistory(opts: HistoryOptions): Promise<HistoryStore> {
-  await mkdir(opts.dir, { recursive: true });
+  await makeDir(opts.dir);
   const registry = await SeriesRegistry.open(opts.dir, opts.maxSeries ?? 65_536, opts.log, opts.damage);
   const store = new FileHistoryStore(opts, registry);
   await store.load();
