@@ -32,6 +32,8 @@ export interface ExportPart extends Part {
 const piece = (name: string, stop: () => Promise<void> | void): Part => ({ name, start: async () => {}, stop: async () => stop() });
 
 export function createExportPart(ctx: ExportContext): ExportPart {
+  // Its parts log as children of the gateway's logger, not of this one: pino writes a child's bindings after its
+  // parent's, so a nested `part` came out twice in one JSON line.
   const log = ctx.log.child({ part: 'export' });
   const pieces = new PartList(log);
   let broker: Broker | null = null;
@@ -56,7 +58,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
       topics,
       discovery: ha.enable ? { prefix: ha.prefix, nodePrefix: discoveryNode(ctx.gatewayId, '') } : undefined,
       retained,
-      log: log.child({ part: 'mqtt' }),
+      log: ctx.log.child({ part: 'mqtt' }),
       hold: true,
     });
     broker = b;
@@ -69,7 +71,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
         config: ctx.mqtt.bridge,
         topics,
         queueDir: join(ctx.dataDir, 'mqtt', 'bridge-queue'),
-        log: log.child({ part: 'bridge' }),
+        log: ctx.log.child({ part: 'bridge' }),
         publishLocal: (topic, payload) => settle(b.publish(topic, payload, { retain: true }), log, 'local publish'),
         onSet: (device, payload) => void exporter?.handleSet(device, payload, { kind: 'bridge' }),
         // An HA on the upstream broker announces itself there: its configs are retained there, but a broker
@@ -132,7 +134,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
           now: () => ctx.clock.now(),
           shadowJson: ctx.shadowJson,
           publishMqtt: (payload) => publish(topics.shadow, payload, false),
-          log: log.child({ part: 'shadow-export' }),
+          log: ctx.log.child({ part: 'shadow-export' }),
         });
         shadowExport = se;
         await pieces.start(piece('shadow-export', () => se.stop()));

@@ -59,6 +59,8 @@ test('run serves the demo; SIGTERM stops cleanly with exit 0 and the shadow save
   const dataDir = path.join(dir, 'data');
   const env = { SHADOWGATE_HTTP_PORT: '0', SHADOWGATE_DATA_DIR: dataDir, SHADOWGATE_MQTT_PORT: '0', SHADOWGATE_MQTT_WS_PORT: '0' };
   const child = cli(['run', '--config', 'board/demo.json'], env);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const port = await waitReady(child);
   await call(port, '/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=18.5');
   // The demo's bounds: what a thermostat and a relay take; anything else is refused and changes nothing.
@@ -72,6 +74,13 @@ test('run serves the demo; SIGTERM stops cleanly with exit 0 and the shadow save
   assert.is((await call(port, '/api/v1/device/writePoint?id=meter-1&point=relay&value=1')).body.success, true, 'the relay takes 1');
   child.kill('SIGTERM');
   assert.is(await exited(child), 0);
+  // One key once per log line (a JSON reader keeps only the last of two).
+  const lines = out.split('\n').filter((l) => l.startsWith('{'));
+  assert.ok(lines.length > 3, out);
+  for (const key of ['part', 'level', 'msg']) {
+    const twice = lines.filter((l) => l.split(`"${key}":`).length > 2);
+    assert.is(twice.length, 0, `"${key}" twice in: ${twice.slice(0, 2).join('\n')}`);
+  }
   const again = cli(['run', '--config', 'board/demo.json'], env);
   const port2 = await waitReady(again);
   const p = await call<{ value: unknown; write_value: unknown }>(port2, '/api/v1/shadow/devicePoint?id=thermostat-1&point=setpoint');
