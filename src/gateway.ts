@@ -108,7 +108,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const eventLoop = await parts.start(createEventLoopPart());
     const persistence = await parts.start(createPersistencePart(config, dataDir, shadow, clock, log, damage));
     await parts.start(buses);
-    const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, log: log.child({ part: 'io' }) });
+    const io = createDeviceIO({ shadow, devices: buses.devices, drivers: buses.drivers, sink: buses.sink, busErrors: buses.failed, log: log.child({ part: 'io' }) });
     // Modbus servers come after the buses: their requests go through the buses' owners (stopped before them).
     const modbusServers = await parts.start(createModbusServersPart(config.servers, {
       buses, shadow, io, clock, log: log.child({ part: 'modbus-server' }), models: config.models,

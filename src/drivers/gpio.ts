@@ -203,8 +203,11 @@ export function createGpioDriverWith(bus: BusConfig, devices: readonly ResolvedD
         port = await (deps.openPort ?? createOnoffPort)(mapping);
         backend = port.name;
       } catch (e) {
-        for (const id of byDevice.keys()) fail(id, `gpio bus ${bus.id} unavailable: ${(e as Error).message}`);
-        return;
+        // Each device is told (offline with the reason), and the bus does not count as running: /buses and
+        // /health/shadow say why, and a read or write names it instead of an unknown point.
+        const why = `gpio bus ${bus.id} unavailable: ${(e as Error).message}`;
+        for (const id of byDevice.keys()) fail(id, why);
+        throw new Error(why);
       }
       const { lines, problems } = planLines(devices, board);
       for (const p of problems) fail(p.deviceId, `point ${p.point} ${p.key}: ${p.message}`);

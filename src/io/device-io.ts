@@ -22,6 +22,8 @@ export interface PipelineDeps {
   drivers: ReadonlyMap<string, Driver>;
   sink: ShadowSink;
   log: Logger;
+  /** Why a bus that failed to start is not running (buses part), by bus id. */
+  busErrors?: ReadonlyMap<string, string>;
 }
 
 /** Errors from drivers that are not ours (timeouts of libraries, I/O) become typed driver errors. */
@@ -30,6 +32,10 @@ const asDriverError = (err: unknown): GatewayError =>
 
 export function createDeviceIO(deps: PipelineDeps): DeviceIO {
   const { shadow, devices, drivers, sink, log } = deps;
+  const notRunning = (bus: string): GatewayError => {
+    const why = deps.busErrors?.get(bus);
+    return new GatewayError('DRIVER_ERROR', `bus ${bus} is not running${why ? `: ${why}` : ''}`);
+  };
 
   const target = (id: string): { device: ResolvedDevice; driver: Driver | undefined } => {
     const device = devices.get(id);
@@ -55,7 +61,8 @@ export function createDeviceIO(deps: PipelineDeps): DeviceIO {
       const model = device.points.get(point);
       if (!model) throw unknownPoint(point);
       if (model.access === 'W') throw pointWriteonly(point);
-      if (!driver?.read) throw readNotSupported();
+      if (!driver) throw notRunning(device.config.bus);
+      if (!driver.read) throw readNotSupported();
       await readNow(id, driver, [point]);
       return shadow.GetDevicePoint(id, point);
     },
@@ -74,7 +81,7 @@ export function createDeviceIO(deps: PipelineDeps): DeviceIO {
         seen.add(name);
         checked.push({ name, ...toRaw(model, value) });
       }
-      if (!driver) throw new GatewayError('DRIVER_ERROR', `bus ${device.config.bus} is not running`);
+      if (!driver) throw notRunning(device.config.bus);
       const writes = checked.map(({ name, raw }) => ({ name, value: raw }));
       // Rule 10: a value the device cannot take is refused before anything is stored or sent.
       driver.check?.(id, writes);

@@ -194,7 +194,8 @@ export class BusesPart implements Part<GatewayConfig> {
       // The gpio driver maps BCM numbers through the board (gateway.board overrides detection).
       const busConfig = bus.driver === 'gpio' && this.board ? { ...bus, board: this.board } : bus;
       const driver = factory(busConfig, this.devicesOf(bus.id), {
-        sink: this.sink, clock, log: busLog,
+        // Not busLog: each driver names its bus itself (as it does in the CLI), and pino would write `bus` twice.
+        sink: this.sink, clock, log,
         lastValue: (id, point) => shadow.LastValues(id, point).value,
         lastWrite: (id, point) => shadow.LastValues(id, point).writeValue,
       });

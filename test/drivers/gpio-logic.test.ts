@@ -213,14 +213,15 @@ test('stop closes every line, clears every timer and reports nothing after', asy
   assert.is(r.data.length, n);
 });
 
-test('no usable chip: every device gets a failure, start does not throw', async () => {
+test('no usable chip: every device gets a failure, and start throws why (the bus is not running)', async () => {
   const timers = new FakeTimers();
   const failures: string[] = [];
   const driver = createGpioDriverWith({ id: 'pins', driver: 'gpio' }, [door()], {
     sink: { data: () => {}, failure: (id, e) => failures.push(`${id}: ${e.message}`) },
     clock: new FakeClock(), log: pino({ level: 'silent' }), lastValue: () => null, lastWrite: () => null,
   }, { sysfsRoot: '/nonexistent/sys/class/gpio', modelPath: '/nonexistent/model', timers });
-  await driver.start();
+  const err = await driver.start().then(() => null, (e: Error) => e);
+  assert.match(err?.message ?? 'start did not throw', /^gpio bus pins unavailable: cannot read \/nonexistent\/sys\/class\/gpio/);
   assert.is(failures.length, 1);
   assert.match(failures[0]!, /door: gpio bus pins unavailable: cannot read \/nonexistent\/sys\/class\/gpio/);
   await driver.stop();
