@@ -415,7 +415,8 @@ cut_power() {
   kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true
 }
 saves() { api "http://127.0.0.1:$HP/api/v1/health/shadow" | node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>{try{console.log(JSON.parse(s).data.checks.persistence.saves)}catch{console.log(-1)}})'; }
-setpoint="$((RANDOM % 800 + 100)).5"
+# Within the demo setpoint's bounds (5..35 °C) and below the values written before (23.5, 24.5, 25.5): one of 150.
+setpoint="$((RANDOM % 15 + 5)).$((RANDOM % 10))"
 s0=$(saves)
 api -H "Authorization: Bearer $token" -X POST "http://127.0.0.1:$HP/api/v1/device/writePoint?id=thermostat-1&point=setpoint&value=$setpoint" >/dev/null
 # A save completes at most every persist_interval (5 s); the second after the write started after it.
