@@ -12,6 +12,7 @@ import { mountConfigRoutes } from './config-routes.js';
 import { exactRoutes } from './exact-routes.js';
 import { polkaRoutes } from './polka-routes.js';
 import { mountRoutes } from './routes.js';
+import { hostGuard } from './host-guard.js';
 import { isSafeMethod, refuseCrossSite } from './site.js';
 import { loopLook } from '../util/loop-look.js';
 
@@ -65,6 +66,7 @@ export function createApi(ctx: ApiContext): Api {
   // The gateway hands an already namespaced child; a second 'part' binding would duplicate the key.
   const log = ctx.log;
   const limit = ctx.http.body_limit;
+  const hostRefused = hostGuard(ctx.http.allowed_hosts);
   /** Routes that read their own bodies (kit.stream) take more than the usual limit. */
   const bigBodies = new Map<string, number>();
   const limitFor = (req: IncomingMessage): number => {
@@ -137,6 +139,13 @@ export function createApi(ctx: ApiContext): Api {
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     // A look per request lets the event-loop monitor tell a stall from a busy stream of short requests.
     loopLook();
+    // A browser's request under a Host that is not this gateway's (DNS rebinding): refused on every route.
+    const rebound = hostRefused(req);
+    if (rebound !== null) {
+      const { status, envelope, headers } = toErrorResponse(new HttpError(403, rebound), log);
+      sendEnvelope(req, res, status, envelope, headers, log);
+      return;
+    }
     // Any method that may change something, on any route (those mounted directly too), from another site's
     // page: refused before routing (site.ts).
     if (!isSafeMethod(req.method)) {

@@ -17,6 +17,8 @@ export interface EventStreamOptions {
   path?: string;
   /** Same rule as REST reads (token when `protect_reads`). */
   authorize(req: http.IncomingMessage): boolean;
+  /** Why a browser's handshake names a Host that is not this gateway's (host-guard.ts), or null. */
+  hostRefused?: (req: http.IncomingMessage) => string | null;
   /** Bytes queued for one client before it is dropped; default 1 MiB. */
   maxBuffered?: number;
   /** Ping period to reap dead peers; default 30 s. */
@@ -59,7 +61,7 @@ export function attachEventStream(
     }
     // A page of another site may not read the stream either (site.ts): REST answers are kept from such a
     // page by the browser (no CORS headers), a WebSocket's are not, so its handshake is checked here.
-    if (crossSiteReason(req) !== null) {
+    if (crossSiteReason(req) !== null || (opts.hostRefused?.(req) ?? null) !== null) {
       socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }

@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\". An entry \"sha256:<64 hex digits>\" is a token given by its SHA-256 (a restored backup's tokens).","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"allowed_hosts":{"description":"DNS names a browser may reach the console and API by, besides IP addresses, localhost and this machine's hostname (and hostname.local): e.g. [\"gateway.lan\"] or [\"*.lan\"]. A browser's request under another Host is refused (DNS rebinding guard); clients that are not browsers are not affected.","type":"array","items":{"type":"string","pattern":"^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$","maxLength":253},"default":[]},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\". An entry \"sha256:<64 hex digits>\" is a token given by its SHA-256 (a restored backup's tokens).","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -65,18 +65,19 @@ const func0 = function equal(a, b) {
   return a!==a && b!==b;
 };
 const pattern0 = new RegExp("^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$", "u");
-const pattern1 = new RegExp("^[^#+]+$", "u");
-const pattern2 = new RegExp("^(mqtts?|wss?|tcp|tls)://.+", "u");
-const pattern4 = new RegExp("^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$", "u");
-const pattern10 = new RegExp("^https?://.+", "u");
-const pattern13 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
-const pattern45 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
-const pattern46 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
-const pattern47 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
-const pattern48 = new RegExp("^[A-Z]{2}$", "u");
-const pattern49 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
+const pattern1 = new RegExp("^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$", "u");
+const pattern2 = new RegExp("^[^#+]+$", "u");
+const pattern3 = new RegExp("^(mqtts?|wss?|tcp|tls)://.+", "u");
+const pattern5 = new RegExp("^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$", "u");
+const pattern11 = new RegExp("^https?://.+", "u");
+const pattern14 = new RegExp("^[A-Za-z0-9_.-]{1,64}$", "u");
+const pattern46 = new RegExp("^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$", "u");
+const pattern47 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
+const pattern48 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
+const pattern49 = new RegExp("^[A-Z]{2}$", "u");
+const pattern50 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
 const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
-const pattern16 = new RegExp("^auto$", "u");
+const pattern17 = new RegExp("^auto$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -151,7 +152,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(typeof data1 === "string"){
-if(!pattern13.test(data1)){
+if(!pattern14.test(data1)){
 const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data1};
 if(vErrors === null){
 vErrors = [err4];
@@ -314,7 +315,7 @@ errors++;
 if(data.id !== undefined){
 let data4 = data.id;
 if(typeof data4 === "string"){
-if(!pattern13.test(data4)){
+if(!pattern14.test(data4)){
 const err14 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data4};
 if(vErrors === null){
 vErrors = [err14];
@@ -442,7 +443,7 @@ errors++;
 }
 let data11 = data.timeout;
 if(typeof data11 === "string"){
-if(!pattern4.test(data11)){
+if(!pattern5.test(data11)){
 const err25 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data11};
 if(vErrors === null){
 vErrors = [err25];
@@ -553,7 +554,7 @@ errors++;
 }
 }
 if(typeof data14 === "string"){
-if(!pattern16.test(data14)){
+if(!pattern17.test(data14)){
 const err35 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/pattern",keyword:"pattern",params:{pattern: "^auto$"},message:"must match pattern \""+"^auto$"+"\"",schema:"^auto$",parentSchema:schema23.allOf[1].then.properties.max_gap,data:data14};
 if(vErrors === null){
 vErrors = [err35];
@@ -683,7 +684,7 @@ errors++;
 if(data.id !== undefined){
 let data16 = data.id;
 if(typeof data16 === "string"){
-if(!pattern13.test(data16)){
+if(!pattern14.test(data16)){
 const err43 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data16};
 if(vErrors === null){
 vErrors = [err43];
@@ -778,7 +779,7 @@ errors++;
 }
 let data20 = data.timeout;
 if(typeof data20 === "string"){
-if(!pattern4.test(data20)){
+if(!pattern5.test(data20)){
 const err51 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data20};
 if(vErrors === null){
 vErrors = [err51];
@@ -889,7 +890,7 @@ errors++;
 }
 }
 if(typeof data23 === "string"){
-if(!pattern16.test(data23)){
+if(!pattern17.test(data23)){
 const err61 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/pattern",keyword:"pattern",params:{pattern: "^auto$"},message:"must match pattern \""+"^auto$"+"\"",schema:"^auto$",parentSchema:schema23.allOf[2].then.properties.max_gap,data:data23};
 if(vErrors === null){
 vErrors = [err61];
@@ -994,7 +995,7 @@ errors++;
 if(data.id !== undefined){
 let data25 = data.id;
 if(typeof data25 === "string"){
-if(!pattern13.test(data25)){
+if(!pattern14.test(data25)){
 const err68 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data25};
 if(vErrors === null){
 vErrors = [err68];
@@ -1102,7 +1103,7 @@ errors++;
 if(data.id !== undefined){
 let data28 = data.id;
 if(typeof data28 === "string"){
-if(!pattern13.test(data28)){
+if(!pattern14.test(data28)){
 const err77 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data28};
 if(vErrors === null){
 vErrors = [err77];
@@ -1155,11 +1156,11 @@ return errors === 0;
 const schema32 = {"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}};
 const schema33 = {"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}};
 const schema36 = {"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}};
-const pattern24 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
-const pattern25 = new RegExp("^-?[0-9]+$", "u");
-const pattern27 = new RegExp("^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$", "u");
+const pattern25 = new RegExp("^0[xX][0-9a-fA-F]{1,16}$", "u");
+const pattern26 = new RegExp("^-?[0-9]+$", "u");
+const pattern28 = new RegExp("^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$", "u");
 const schema37 = {"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}};
-const pattern28 = new RegExp("^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$", "u");
+const pattern29 = new RegExp("^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$", "u");
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1343,7 +1344,7 @@ errors++;
 }
 }
 if(typeof data3 === "string"){
-if(!pattern28.test(data3)){
+if(!pattern29.test(data3)){
 const err13 = {instancePath:instancePath+"/pin",schemaPath:"#/properties/pin/pattern",keyword:"pattern",params:{pattern: "^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},message:"must match pattern \""+"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"+"\"",schema:"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$",parentSchema:schema37.properties.pin,data:data3};
 if(vErrors === null){
 vErrors = [err13];
@@ -1393,7 +1394,7 @@ errors++;
 if(data.debounce !== undefined){
 let data7 = data.debounce;
 if(typeof data7 === "string"){
-if(!pattern4.test(data7)){
+if(!pattern5.test(data7)){
 const err17 = {instancePath:instancePath+"/debounce",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data7};
 if(vErrors === null){
 vErrors = [err17];
@@ -1488,7 +1489,7 @@ errors++;
 }
 let data12 = data9.rate_timeout;
 if(typeof data12 === "string"){
-if(!pattern4.test(data12)){
+if(!pattern5.test(data12)){
 const err24 = {instancePath:instancePath+"/counter/rate_timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data12};
 if(vErrors === null){
 vErrors = [err24];
@@ -1824,7 +1825,7 @@ errors++;
 }
 let data7 = data.period;
 if(typeof data7 === "string"){
-if(!pattern4.test(data7)){
+if(!pattern5.test(data7)){
 const err18 = {instancePath:instancePath+"/period",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data7};
 if(vErrors === null){
 vErrors = [err18];
@@ -2266,7 +2267,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern13.test(data0)){
+if(!pattern14.test(data0)){
 const err3 = {instancePath:instancePath+"/name",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data0};
 if(vErrors === null){
 vErrors = [err3];
@@ -2497,7 +2498,7 @@ vErrors.push(err21);
 errors++;
 }
 if(typeof data14 === "string"){
-if(!pattern24.test(data14)){
+if(!pattern25.test(data14)){
 const err22 = {instancePath:instancePath+"/invalid/" + i0+"/raw",schemaPath:"#/properties/invalid/items/properties/raw/pattern",keyword:"pattern",params:{pattern: "^0[xX][0-9a-fA-F]{1,16}$"},message:"must match pattern \""+"^0[xX][0-9a-fA-F]{1,16}$"+"\"",schema:"^0[xX][0-9a-fA-F]{1,16}$",parentSchema:schema33.properties.invalid.items.properties.raw,data:data14};
 if(vErrors === null){
 vErrors = [err22];
@@ -2574,7 +2575,7 @@ errors++;
 for(const key2 in data16){
 const _errs36 = errors;
 if(typeof key2 === "string"){
-if(!pattern25.test(key2)){
+if(!pattern26.test(key2)){
 const err28 = {instancePath:instancePath+"/values",schemaPath:"#/properties/values/propertyNames/pattern",keyword:"pattern",params:{pattern: "^-?[0-9]+$"},message:"must match pattern \""+"^-?[0-9]+$"+"\"",schema:"^-?[0-9]+$",parentSchema:schema33.properties.values.propertyNames,data:key2,propertyName:key2};
 if(vErrors === null){
 vErrors = [err28];
@@ -2650,7 +2651,7 @@ errors++;
 if(data.poll !== undefined){
 let data19 = data.poll;
 if(typeof data19 === "string"){
-if(!pattern4.test(data19)){
+if(!pattern5.test(data19)){
 const err34 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data19};
 if(vErrors === null){
 vErrors = [err34];
@@ -2782,7 +2783,7 @@ errors++;
 }
 }
 if(typeof data23 === "string"){
-if(!pattern27.test(data23)){
+if(!pattern28.test(data23)){
 const err45 = {instancePath:instancePath+"/modbus/address",schemaPath:"#/definitions/modbus_point/properties/address/pattern",keyword:"pattern",params:{pattern: "^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},message:"must match pattern \""+"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"+"\"",schema:"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$",parentSchema:schema36.properties.address,data:data23};
 if(vErrors === null){
 vErrors = [err45];
@@ -4048,7 +4049,7 @@ errors++;
 if(data.id !== undefined){
 let data0 = data.id;
 if(typeof data0 === "string"){
-if(!pattern13.test(data0)){
+if(!pattern14.test(data0)){
 const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data0};
 if(vErrors === null){
 vErrors = [err4];
@@ -4123,7 +4124,7 @@ errors++;
 if(data.ttl !== undefined){
 let data3 = data.ttl;
 if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
+if(!pattern5.test(data3)){
 const err10 = {instancePath:instancePath+"/ttl",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data3};
 if(vErrors === null){
 vErrors = [err10];
@@ -4147,7 +4148,7 @@ errors++;
 }
 let data4 = data.poll;
 if(typeof data4 === "string"){
-if(!pattern4.test(data4)){
+if(!pattern5.test(data4)){
 const err12 = {instancePath:instancePath+"/poll",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data4};
 if(vErrors === null){
 vErrors = [err12];
@@ -4434,7 +4435,7 @@ return errors === 0;
 
 const schema46 = {"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]};
 const schema49 = {"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]};
-const pattern39 = new RegExp("^[^.]+\\..+$", "u");
+const pattern40 = new RegExp("^[^.]+\\..+$", "u");
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -4597,7 +4598,7 @@ errors++;
 if(data.device !== undefined){
 let data2 = data.device;
 if(typeof data2 === "string"){
-if(!pattern13.test(data2)){
+if(!pattern14.test(data2)){
 const err10 = {instancePath:instancePath+"/device",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data2};
 if(vErrors === null){
 vErrors = [err10];
@@ -4633,7 +4634,7 @@ errors++;
 if(data.max_age !== undefined){
 let data4 = data.max_age;
 if(typeof data4 === "string"){
-if(!pattern4.test(data4)){
+if(!pattern5.test(data4)){
 const err13 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data4};
 if(vErrors === null){
 vErrors = [err13];
@@ -4690,7 +4691,7 @@ let valid7 = false;
 let passing0 = null;
 const _errs28 = errors;
 if(typeof data7 === "string"){
-if(!pattern39.test(data7)){
+if(!pattern40.test(data7)){
 const err17 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/bind/additionalProperties/oneOf/0/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema49.properties.bind.additionalProperties.oneOf[0],data:data7};
 if(vErrors === null){
 vErrors = [err17];
@@ -4743,7 +4744,7 @@ errors++;
 if(data7.point !== undefined){
 let data8 = data7.point;
 if(typeof data8 === "string"){
-if(!pattern39.test(data8)){
+if(!pattern40.test(data8)){
 const err21 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/point",schemaPath:"#/properties/bind/additionalProperties/oneOf/1/properties/point/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema49.properties.bind.additionalProperties.oneOf[1].properties.point,data:data8};
 if(vErrors === null){
 vErrors = [err21];
@@ -4853,7 +4854,7 @@ const len0 = data11.length;
 for(let i0=0; i0<len0; i0++){
 let data12 = data11[i0];
 if(typeof data12 === "string"){
-if(!pattern39.test(data12)){
+if(!pattern40.test(data12)){
 const err29 = {instancePath:instancePath+"/bind/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum/" + i0,schemaPath:"#/properties/bind/additionalProperties/oneOf/2/properties/sum/items/pattern",keyword:"pattern",params:{pattern: "^[^.]+\\..+$"},message:"must match pattern \""+"^[^.]+\\..+$"+"\"",schema:"^[^.]+\\..+$",parentSchema:schema49.properties.bind.additionalProperties.oneOf[2].properties.sum.items,data:data12};
 if(vErrors === null){
 vErrors = [err29];
@@ -5196,7 +5197,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(typeof data1 === "string"){
-if(!pattern13.test(data1)){
+if(!pattern14.test(data1)){
 const err4 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data1};
 if(vErrors === null){
 vErrors = [err4];
@@ -5233,7 +5234,7 @@ errors++;
 }
 let data3 = data.max_age;
 if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
+if(!pattern5.test(data3)){
 const err7 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data3};
 if(vErrors === null){
 vErrors = [err7];
@@ -5627,7 +5628,7 @@ errors++;
 if(data.id !== undefined){
 let data15 = data.id;
 if(typeof data15 === "string"){
-if(!pattern13.test(data15)){
+if(!pattern14.test(data15)){
 const err36 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data15};
 if(vErrors === null){
 vErrors = [err36];
@@ -5664,7 +5665,7 @@ errors++;
 }
 let data17 = data.max_age;
 if(typeof data17 === "string"){
-if(!pattern4.test(data17)){
+if(!pattern5.test(data17)){
 const err39 = {instancePath:instancePath+"/max_age",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data17};
 if(vErrors === null){
 vErrors = [err39];
@@ -5879,7 +5880,7 @@ errors++;
 if(data.id !== undefined){
 let data26 = data.id;
 if(typeof data26 === "string"){
-if(!pattern13.test(data26)){
+if(!pattern14.test(data26)){
 const err57 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data26};
 if(vErrors === null){
 vErrors = [err57];
@@ -6119,11 +6120,14 @@ data6.port = 8081;
 if(data6.body_limit === undefined){
 data6.body_limit = "1MB";
 }
+if(data6.allowed_hosts === undefined){
+data6.allowed_hosts = [];
+}
 if(data6.auth === undefined){
 data6.auth = {};
 }
 for(const key2 in data6){
-if(!((((key2 === "host") || (key2 === "port")) || (key2 === "body_limit")) || (key2 === "auth"))){
+if(!(((((key2 === "host") || (key2 === "port")) || (key2 === "body_limit")) || (key2 === "allowed_hosts")) || (key2 === "auth"))){
 const err11 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.http,data:data6};
 if(vErrors === null){
 vErrors = [err11];
@@ -6213,20 +6217,14 @@ vErrors.push(err18);
 }
 errors++;
 }
-let data10 = data6.auth;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.tokens === undefined){
-data10.tokens = [];
-}
-if(data10.read_tokens === undefined){
-data10.read_tokens = [];
-}
-if(data10.protect_reads === undefined){
-data10.protect_reads = false;
-}
-for(const key3 in data10){
-if(!(((key3 === "tokens") || (key3 === "read_tokens")) || (key3 === "protect_reads"))){
-const err19 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.http.properties.auth,data:data10};
+let data10 = data6.allowed_hosts;
+if(Array.isArray(data10)){
+const len0 = data10.length;
+for(let i0=0; i0<len0; i0++){
+let data11 = data10[i0];
+if(typeof data11 === "string"){
+if(func3(data11) > 253){
+const err19 = {instancePath:instancePath+"/http/allowed_hosts/" + i0,schemaPath:"#/properties/http/properties/allowed_hosts/items/maxLength",keyword:"maxLength",params:{limit: 253},message:"must NOT have more than 253 characters",schema:253,parentSchema:schema12.properties.http.properties.allowed_hosts.items,data:data11};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -6235,15 +6233,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-let data11 = data10.tokens;
-if(Array.isArray(data11)){
-const len0 = data11.length;
-for(let i0=0; i0<len0; i0++){
-let data12 = data11[i0];
-if(typeof data12 === "string"){
-if(func3(data12) < 8){
-const err20 = {instancePath:instancePath+"/http/auth/tokens/" + i0,schemaPath:"#/properties/http/properties/auth/properties/tokens/items/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters",schema:8,parentSchema:schema12.properties.http.properties.auth.properties.tokens.items,data:data12};
+if(!pattern1.test(data11)){
+const err20 = {instancePath:instancePath+"/http/allowed_hosts/" + i0,schemaPath:"#/properties/http/properties/allowed_hosts/items/pattern",keyword:"pattern",params:{pattern: "^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$"},message:"must match pattern \""+"^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$"+"\"",schema:"^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$",parentSchema:schema12.properties.http.properties.allowed_hosts.items,data:data11};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -6254,7 +6245,7 @@ errors++;
 }
 }
 else {
-const err21 = {instancePath:instancePath+"/http/auth/tokens/" + i0,schemaPath:"#/properties/http/properties/auth/properties/tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.http.properties.auth.properties.tokens.items.type,parentSchema:schema12.properties.http.properties.auth.properties.tokens.items,data:data12};
+const err21 = {instancePath:instancePath+"/http/allowed_hosts/" + i0,schemaPath:"#/properties/http/properties/allowed_hosts/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.http.properties.allowed_hosts.items.type,parentSchema:schema12.properties.http.properties.allowed_hosts.items,data:data11};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -6266,7 +6257,7 @@ errors++;
 }
 }
 else {
-const err22 = {instancePath:instancePath+"/http/auth/tokens",schemaPath:"#/properties/http/properties/auth/properties/tokens/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.http.properties.auth.properties.tokens.type,parentSchema:schema12.properties.http.properties.auth.properties.tokens,data:data11};
+const err22 = {instancePath:instancePath+"/http/allowed_hosts",schemaPath:"#/properties/http/properties/allowed_hosts/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.http.properties.allowed_hosts.type,parentSchema:schema12.properties.http.properties.allowed_hosts,data:data10};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -6275,14 +6266,20 @@ vErrors.push(err22);
 }
 errors++;
 }
-let data13 = data10.read_tokens;
-if(Array.isArray(data13)){
-const len1 = data13.length;
-for(let i1=0; i1<len1; i1++){
-let data14 = data13[i1];
-if(typeof data14 === "string"){
-if(func3(data14) < 8){
-const err23 = {instancePath:instancePath+"/http/auth/read_tokens/" + i1,schemaPath:"#/properties/http/properties/auth/properties/read_tokens/items/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters",schema:8,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens.items,data:data14};
+let data12 = data6.auth;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.tokens === undefined){
+data12.tokens = [];
+}
+if(data12.read_tokens === undefined){
+data12.read_tokens = [];
+}
+if(data12.protect_reads === undefined){
+data12.protect_reads = false;
+}
+for(const key3 in data12){
+if(!(((key3 === "tokens") || (key3 === "read_tokens")) || (key3 === "protect_reads"))){
+const err23 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.http.properties.auth,data:data12};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -6292,8 +6289,14 @@ vErrors.push(err23);
 errors++;
 }
 }
-else {
-const err24 = {instancePath:instancePath+"/http/auth/read_tokens/" + i1,schemaPath:"#/properties/http/properties/auth/properties/read_tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.http.properties.auth.properties.read_tokens.items.type,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens.items,data:data14};
+let data13 = data12.tokens;
+if(Array.isArray(data13)){
+const len1 = data13.length;
+for(let i1=0; i1<len1; i1++){
+let data14 = data13[i1];
+if(typeof data14 === "string"){
+if(func3(data14) < 8){
+const err24 = {instancePath:instancePath+"/http/auth/tokens/" + i1,schemaPath:"#/properties/http/properties/auth/properties/tokens/items/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters",schema:8,parentSchema:schema12.properties.http.properties.auth.properties.tokens.items,data:data14};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -6303,9 +6306,8 @@ vErrors.push(err24);
 errors++;
 }
 }
-}
 else {
-const err25 = {instancePath:instancePath+"/http/auth/read_tokens",schemaPath:"#/properties/http/properties/auth/properties/read_tokens/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.http.properties.auth.properties.read_tokens.type,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens,data:data13};
+const err25 = {instancePath:instancePath+"/http/auth/tokens/" + i1,schemaPath:"#/properties/http/properties/auth/properties/tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.http.properties.auth.properties.tokens.items.type,parentSchema:schema12.properties.http.properties.auth.properties.tokens.items,data:data14};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6314,9 +6316,10 @@ vErrors.push(err25);
 }
 errors++;
 }
-let data15 = data10.protect_reads;
-if(typeof data15 !== "boolean"){
-const err26 = {instancePath:instancePath+"/http/auth/protect_reads",schemaPath:"#/properties/http/properties/auth/properties/protect_reads/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.http.properties.auth.properties.protect_reads.type,parentSchema:schema12.properties.http.properties.auth.properties.protect_reads,data:data15};
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/http/auth/tokens",schemaPath:"#/properties/http/properties/auth/properties/tokens/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.http.properties.auth.properties.tokens.type,parentSchema:schema12.properties.http.properties.auth.properties.tokens,data:data13};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -6325,9 +6328,14 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-else {
-const err27 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.properties.auth.type,parentSchema:schema12.properties.http.properties.auth,data:data10};
+let data15 = data12.read_tokens;
+if(Array.isArray(data15)){
+const len2 = data15.length;
+for(let i2=0; i2<len2; i2++){
+let data16 = data15[i2];
+if(typeof data16 === "string"){
+if(func3(data16) < 8){
+const err27 = {instancePath:instancePath+"/http/auth/read_tokens/" + i2,schemaPath:"#/properties/http/properties/auth/properties/read_tokens/items/minLength",keyword:"minLength",params:{limit: 8},message:"must NOT have fewer than 8 characters",schema:8,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens.items,data:data16};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -6338,7 +6346,7 @@ errors++;
 }
 }
 else {
-const err28 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.type,parentSchema:schema12.properties.http,data:data6};
+const err28 = {instancePath:instancePath+"/http/auth/read_tokens/" + i2,schemaPath:"#/properties/http/properties/auth/properties/read_tokens/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.http.properties.auth.properties.read_tokens.items.type,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens.items,data:data16};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -6347,35 +6355,10 @@ vErrors.push(err28);
 }
 errors++;
 }
-let data16 = data.mqtt;
-if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
-if(data16.enable === undefined){
-data16.enable = true;
 }
-if(data16.host === undefined){
-data16.host = "0.0.0.0";
 }
-if(data16.port === undefined){
-data16.port = 1883;
-}
-if(data16.ws_port === undefined){
-data16.ws_port = 8083;
-}
-if(data16.base_topic === undefined){
-data16.base_topic = "shadowgate";
-}
-if(data16.users === undefined){
-data16.users = [];
-}
-if(data16.allow_anonymous === undefined){
-data16.allow_anonymous = true;
-}
-if(data16.homeassistant === undefined){
-data16.homeassistant = {};
-}
-for(const key4 in data16){
-if(!(func2.call(schema12.properties.mqtt.properties, key4))){
-const err29 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt,data:data16};
+else {
+const err29 = {instancePath:instancePath+"/http/auth/read_tokens",schemaPath:"#/properties/http/properties/auth/properties/read_tokens/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.http.properties.auth.properties.read_tokens.type,parentSchema:schema12.properties.http.properties.auth.properties.read_tokens,data:data15};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -6384,10 +6367,9 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-let data17 = data16.enable;
+let data17 = data12.protect_reads;
 if(typeof data17 !== "boolean"){
-const err30 = {instancePath:instancePath+"/mqtt/enable",schemaPath:"#/properties/mqtt/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.enable,data:data17};
+const err30 = {instancePath:instancePath+"/http/auth/protect_reads",schemaPath:"#/properties/http/properties/auth/properties/protect_reads/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.http.properties.auth.properties.protect_reads.type,parentSchema:schema12.properties.http.properties.auth.properties.protect_reads,data:data17};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -6396,10 +6378,9 @@ vErrors.push(err30);
 }
 errors++;
 }
-let data18 = data16.host;
-if(typeof data18 === "string"){
-if(func3(data18) < 1){
-const err31 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.host,data:data18};
+}
+else {
+const err31 = {instancePath:instancePath+"/http/auth",schemaPath:"#/properties/http/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.properties.auth.type,parentSchema:schema12.properties.http.properties.auth,data:data12};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -6410,7 +6391,7 @@ errors++;
 }
 }
 else {
-const err32 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.host.type,parentSchema:schema12.properties.mqtt.properties.host,data:data18};
+const err32 = {instancePath:instancePath+"/http",schemaPath:"#/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.http.type,parentSchema:schema12.properties.http,data:data6};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -6419,9 +6400,35 @@ vErrors.push(err32);
 }
 errors++;
 }
-let data19 = data16.port;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err33 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.port.type,parentSchema:schema12.properties.mqtt.properties.port,data:data19};
+let data18 = data.mqtt;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.enable === undefined){
+data18.enable = true;
+}
+if(data18.host === undefined){
+data18.host = "0.0.0.0";
+}
+if(data18.port === undefined){
+data18.port = 1883;
+}
+if(data18.ws_port === undefined){
+data18.ws_port = 8083;
+}
+if(data18.base_topic === undefined){
+data18.base_topic = "shadowgate";
+}
+if(data18.users === undefined){
+data18.users = [];
+}
+if(data18.allow_anonymous === undefined){
+data18.allow_anonymous = true;
+}
+if(data18.homeassistant === undefined){
+data18.homeassistant = {};
+}
+for(const key4 in data18){
+if(!(func2.call(schema12.properties.mqtt.properties, key4))){
+const err33 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt,data:data18};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -6430,9 +6437,10 @@ vErrors.push(err33);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 65535 || isNaN(data19)){
-const err34 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.port,data:data19};
+}
+let data19 = data18.enable;
+if(typeof data19 !== "boolean"){
+const err34 = {instancePath:instancePath+"/mqtt/enable",schemaPath:"#/properties/mqtt/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.enable,data:data19};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -6441,8 +6449,10 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data19 < 0 || isNaN(data19)){
-const err35 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.port,data:data19};
+let data20 = data18.host;
+if(typeof data20 === "string"){
+if(func3(data20) < 1){
+const err35 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.host,data:data20};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -6452,9 +6462,8 @@ vErrors.push(err35);
 errors++;
 }
 }
-let data20 = data16.ws_port;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err36 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.ws_port.type,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data20};
+else {
+const err36 = {instancePath:instancePath+"/mqtt/host",schemaPath:"#/properties/mqtt/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.host.type,parentSchema:schema12.properties.mqtt.properties.host,data:data20};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -6463,9 +6472,9 @@ vErrors.push(err36);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 65535 || isNaN(data20)){
-const err37 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data20};
+let data21 = data18.port;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err37 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.port.type,parentSchema:schema12.properties.mqtt.properties.port,data:data21};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -6474,8 +6483,9 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data20 < 0 || isNaN(data20)){
-const err38 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data20};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 65535 || isNaN(data21)){
+const err38 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.port,data:data21};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -6484,11 +6494,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-let data21 = data16.base_topic;
-if(typeof data21 === "string"){
-if(!pattern1.test(data21)){
-const err39 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/pattern",keyword:"pattern",params:{pattern: "^[^#+]+$"},message:"must match pattern \""+"^[^#+]+$"+"\"",schema:"^[^#+]+$",parentSchema:schema12.properties.mqtt.properties.base_topic,data:data21};
+if(data21 < 0 || isNaN(data21)){
+const err39 = {instancePath:instancePath+"/mqtt/port",schemaPath:"#/properties/mqtt/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.port,data:data21};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -6498,8 +6505,9 @@ vErrors.push(err39);
 errors++;
 }
 }
-else {
-const err40 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.base_topic.type,parentSchema:schema12.properties.mqtt.properties.base_topic,data:data21};
+let data22 = data18.ws_port;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err40 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.mqtt.properties.ws_port.type,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data22};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -6508,17 +6516,9 @@ vErrors.push(err40);
 }
 errors++;
 }
-let data22 = data16.users;
-if(Array.isArray(data22)){
-const len2 = data22.length;
-for(let i2=0; i2<len2; i2++){
-let data23 = data22[i2];
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
-if(data23.can_write === undefined){
-data23.can_write = false;
-}
-if(data23.username === undefined){
-const err41 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 65535 || isNaN(data22)){
+const err41 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data22};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -6527,8 +6527,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data23.password_hash === undefined){
-const err42 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "password_hash"},message:"must have required property '"+"password_hash"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
+if(data22 < 0 || isNaN(data22)){
+const err42 = {instancePath:instancePath+"/mqtt/ws_port",schemaPath:"#/properties/mqtt/properties/ws_port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.mqtt.properties.ws_port,data:data22};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -6537,9 +6537,11 @@ vErrors.push(err42);
 }
 errors++;
 }
-for(const key5 in data23){
-if(!(((key5 === "username") || (key5 === "password_hash")) || (key5 === "can_write"))){
-const err43 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
+}
+let data23 = data18.base_topic;
+if(typeof data23 === "string"){
+if(!pattern2.test(data23)){
+const err43 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/pattern",keyword:"pattern",params:{pattern: "^[^#+]+$"},message:"must match pattern \""+"^[^#+]+$"+"\"",schema:"^[^#+]+$",parentSchema:schema12.properties.mqtt.properties.base_topic,data:data23};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -6549,11 +6551,8 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data23.username !== undefined){
-let data24 = data23.username;
-if(typeof data24 === "string"){
-if(func3(data24) < 1){
-const err44 = {instancePath:instancePath+"/mqtt/users/" + i2+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data24};
+else {
+const err44 = {instancePath:instancePath+"/mqtt/base_topic",schemaPath:"#/properties/mqtt/properties/base_topic/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.base_topic.type,parentSchema:schema12.properties.mqtt.properties.base_topic,data:data23};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -6562,9 +6561,17 @@ vErrors.push(err44);
 }
 errors++;
 }
+let data24 = data18.users;
+if(Array.isArray(data24)){
+const len3 = data24.length;
+for(let i3=0; i3<len3; i3++){
+let data25 = data24[i3];
+if(data25 && typeof data25 == "object" && !Array.isArray(data25)){
+if(data25.can_write === undefined){
+data25.can_write = false;
 }
-else {
-const err45 = {instancePath:instancePath+"/mqtt/users/" + i2+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.username.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data24};
+if(data25.username === undefined){
+const err45 = {instancePath:instancePath+"/mqtt/users/" + i3,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "username"},message:"must have required property '"+"username"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data25};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -6573,12 +6580,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-if(data23.password_hash !== undefined){
-let data25 = data23.password_hash;
-if(typeof data25 === "string"){
-if(func3(data25) < 1){
-const err46 = {instancePath:instancePath+"/mqtt/users/" + i2+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data25};
+if(data25.password_hash === undefined){
+const err46 = {instancePath:instancePath+"/mqtt/users/" + i3,schemaPath:"#/properties/mqtt/properties/users/items/required",keyword:"required",params:{missingProperty: "password_hash"},message:"must have required property '"+"password_hash"+"'",schema:schema12.properties.mqtt.properties.users.items.required,parentSchema:schema12.properties.mqtt.properties.users.items,data:data25};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -6587,9 +6590,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/mqtt/users/" + i2+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.password_hash.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data25};
+for(const key5 in data25){
+if(!(((key5 === "username") || (key5 === "password_hash")) || (key5 === "can_write"))){
+const err47 = {instancePath:instancePath+"/mqtt/users/" + i3,schemaPath:"#/properties/mqtt/properties/users/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.users.items,data:data25};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -6599,9 +6602,11 @@ vErrors.push(err47);
 errors++;
 }
 }
-let data26 = data23.can_write;
-if(typeof data26 !== "boolean"){
-const err48 = {instancePath:instancePath+"/mqtt/users/" + i2+"/can_write",schemaPath:"#/properties/mqtt/properties/users/items/properties/can_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.users.items.properties.can_write.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.can_write,data:data26};
+if(data25.username !== undefined){
+let data26 = data25.username;
+if(typeof data26 === "string"){
+if(func3(data26) < 1){
+const err48 = {instancePath:instancePath+"/mqtt/users/" + i3+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data26};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -6612,7 +6617,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath:instancePath+"/mqtt/users/" + i2,schemaPath:"#/properties/mqtt/properties/users/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.users.items.type,parentSchema:schema12.properties.mqtt.properties.users.items,data:data23};
+const err49 = {instancePath:instancePath+"/mqtt/users/" + i3+"/username",schemaPath:"#/properties/mqtt/properties/users/items/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.username.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.username,data:data26};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -6622,9 +6627,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-}
-else {
-const err50 = {instancePath:instancePath+"/mqtt/users",schemaPath:"#/properties/mqtt/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.mqtt.properties.users.type,parentSchema:schema12.properties.mqtt.properties.users,data:data22};
+if(data25.password_hash !== undefined){
+let data27 = data25.password_hash;
+if(typeof data27 === "string"){
+if(func3(data27) < 1){
+const err50 = {instancePath:instancePath+"/mqtt/users/" + i3+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data27};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -6633,9 +6640,9 @@ vErrors.push(err50);
 }
 errors++;
 }
-let data27 = data16.allow_anonymous;
-if(typeof data27 !== "boolean"){
-const err51 = {instancePath:instancePath+"/mqtt/allow_anonymous",schemaPath:"#/properties/mqtt/properties/allow_anonymous/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.allow_anonymous.type,parentSchema:schema12.properties.mqtt.properties.allow_anonymous,data:data27};
+}
+else {
+const err51 = {instancePath:instancePath+"/mqtt/users/" + i3+"/password_hash",schemaPath:"#/properties/mqtt/properties/users/items/properties/password_hash/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.users.items.properties.password_hash.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.password_hash,data:data27};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -6644,17 +6651,10 @@ vErrors.push(err51);
 }
 errors++;
 }
-let data28 = data16.homeassistant;
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-if(data28.enable === undefined){
-data28.enable = false;
 }
-if(data28.prefix === undefined){
-data28.prefix = "homeassistant";
-}
-for(const key6 in data28){
-if(!((key6 === "enable") || (key6 === "prefix"))){
-const err52 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data28};
+let data28 = data25.can_write;
+if(typeof data28 !== "boolean"){
+const err52 = {instancePath:instancePath+"/mqtt/users/" + i3+"/can_write",schemaPath:"#/properties/mqtt/properties/users/items/properties/can_write/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.users.items.properties.can_write.type,parentSchema:schema12.properties.mqtt.properties.users.items.properties.can_write,data:data28};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -6664,9 +6664,8 @@ vErrors.push(err52);
 errors++;
 }
 }
-let data29 = data28.enable;
-if(typeof data29 !== "boolean"){
-const err53 = {instancePath:instancePath+"/mqtt/homeassistant/enable",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.homeassistant.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.enable,data:data29};
+else {
+const err53 = {instancePath:instancePath+"/mqtt/users/" + i3,schemaPath:"#/properties/mqtt/properties/users/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.users.items.type,parentSchema:schema12.properties.mqtt.properties.users.items,data:data25};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -6675,10 +6674,10 @@ vErrors.push(err53);
 }
 errors++;
 }
-let data30 = data28.prefix;
-if(typeof data30 === "string"){
-if(func3(data30) < 1){
-const err54 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data30};
+}
+}
+else {
+const err54 = {instancePath:instancePath+"/mqtt/users",schemaPath:"#/properties/mqtt/properties/users/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.mqtt.properties.users.type,parentSchema:schema12.properties.mqtt.properties.users,data:data24};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -6687,9 +6686,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-else {
-const err55 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.homeassistant.properties.prefix.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data30};
+let data29 = data18.allow_anonymous;
+if(typeof data29 !== "boolean"){
+const err55 = {instancePath:instancePath+"/mqtt/allow_anonymous",schemaPath:"#/properties/mqtt/properties/allow_anonymous/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.allow_anonymous.type,parentSchema:schema12.properties.mqtt.properties.allow_anonymous,data:data29};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -6698,9 +6697,17 @@ vErrors.push(err55);
 }
 errors++;
 }
+let data30 = data18.homeassistant;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.enable === undefined){
+data30.enable = false;
 }
-else {
-const err56 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.homeassistant.type,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data28};
+if(data30.prefix === undefined){
+data30.prefix = "homeassistant";
+}
+for(const key6 in data30){
+if(!((key6 === "enable") || (key6 === "prefix"))){
+const err56 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data30};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -6709,14 +6716,10 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(data16.bridge !== undefined){
-let data31 = data16.bridge;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.queue_max === undefined){
-data31.queue_max = "64MB";
 }
-if(data31.url === undefined){
-const err57 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
+let data31 = data30.enable;
+if(typeof data31 !== "boolean"){
+const err57 = {instancePath:instancePath+"/mqtt/homeassistant/enable",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.mqtt.properties.homeassistant.properties.enable.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.enable,data:data31};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -6725,8 +6728,10 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(data31.topic_prefix === undefined){
-const err58 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "topic_prefix"},message:"must have required property '"+"topic_prefix"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
+let data32 = data30.prefix;
+if(typeof data32 === "string"){
+if(func3(data32) < 1){
+const err58 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data32};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -6735,9 +6740,9 @@ vErrors.push(err58);
 }
 errors++;
 }
-for(const key7 in data31){
-if(!((((((key7 === "url") || (key7 === "username")) || (key7 === "password")) || (key7 === "topic_prefix")) || (key7 === "queue_max")) || (key7 === "client_id"))){
-const err59 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
+}
+else {
+const err59 = {instancePath:instancePath+"/mqtt/homeassistant/prefix",schemaPath:"#/properties/mqtt/properties/homeassistant/properties/prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.homeassistant.properties.prefix.type,parentSchema:schema12.properties.mqtt.properties.homeassistant.properties.prefix,data:data32};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -6747,11 +6752,8 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data31.url !== undefined){
-let data32 = data31.url;
-if(typeof data32 === "string"){
-if(!pattern2.test(data32)){
-const err60 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/pattern",keyword:"pattern",params:{pattern: "^(mqtts?|wss?|tcp|tls)://.+"},message:"must match pattern \""+"^(mqtts?|wss?|tcp|tls)://.+"+"\"",schema:"^(mqtts?|wss?|tcp|tls)://.+",parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data32};
+else {
+const err60 = {instancePath:instancePath+"/mqtt/homeassistant",schemaPath:"#/properties/mqtt/properties/homeassistant/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.homeassistant.type,parentSchema:schema12.properties.mqtt.properties.homeassistant,data:data30};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -6760,9 +6762,14 @@ vErrors.push(err60);
 }
 errors++;
 }
+if(data18.bridge !== undefined){
+let data33 = data18.bridge;
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.queue_max === undefined){
+data33.queue_max = "64MB";
 }
-else {
-const err61 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.url.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data32};
+if(data33.url === undefined){
+const err61 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data33};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -6771,11 +6778,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-if(data31.username !== undefined){
-let data33 = data31.username;
-if(typeof data33 !== "string"){
-const err62 = {instancePath:instancePath+"/mqtt/bridge/username",schemaPath:"#/properties/mqtt/properties/bridge/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.username.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.username,data:data33};
+if(data33.topic_prefix === undefined){
+const err62 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/required",keyword:"required",params:{missingProperty: "topic_prefix"},message:"must have required property '"+"topic_prefix"+"'",schema:schema12.properties.mqtt.properties.bridge.required,parentSchema:schema12.properties.mqtt.properties.bridge,data:data33};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -6784,11 +6788,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data31.password !== undefined){
-let data34 = data31.password;
-if(typeof data34 !== "string"){
-const err63 = {instancePath:instancePath+"/mqtt/bridge/password",schemaPath:"#/properties/mqtt/properties/bridge/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.password.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.password,data:data34};
+for(const key7 in data33){
+if(!((((((key7 === "url") || (key7 === "username")) || (key7 === "password")) || (key7 === "topic_prefix")) || (key7 === "queue_max")) || (key7 === "client_id"))){
+const err63 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.mqtt.properties.bridge,data:data33};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -6798,11 +6800,11 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data31.topic_prefix !== undefined){
-let data35 = data31.topic_prefix;
-if(typeof data35 === "string"){
-if(func3(data35) < 1){
-const err64 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data35};
+if(data33.url !== undefined){
+let data34 = data33.url;
+if(typeof data34 === "string"){
+if(!pattern3.test(data34)){
+const err64 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/pattern",keyword:"pattern",params:{pattern: "^(mqtts?|wss?|tcp|tls)://.+"},message:"must match pattern \""+"^(mqtts?|wss?|tcp|tls)://.+"+"\"",schema:"^(mqtts?|wss?|tcp|tls)://.+",parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data34};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -6813,7 +6815,7 @@ errors++;
 }
 }
 else {
-const err65 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data35};
+const err65 = {instancePath:instancePath+"/mqtt/bridge/url",schemaPath:"#/properties/mqtt/properties/bridge/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.url.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.url,data:data34};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -6823,10 +6825,10 @@ vErrors.push(err65);
 errors++;
 }
 }
-let data36 = data31.queue_max;
-if(typeof data36 === "string"){
-if(!pattern0.test(data36)){
-const err66 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data36};
+if(data33.username !== undefined){
+let data35 = data33.username;
+if(typeof data35 !== "string"){
+const err66 = {instancePath:instancePath+"/mqtt/bridge/username",schemaPath:"#/properties/mqtt/properties/bridge/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.username.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.username,data:data35};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -6836,8 +6838,10 @@ vErrors.push(err66);
 errors++;
 }
 }
-else {
-const err67 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data36};
+if(data33.password !== undefined){
+let data36 = data33.password;
+if(typeof data36 !== "string"){
+const err67 = {instancePath:instancePath+"/mqtt/bridge/password",schemaPath:"#/properties/mqtt/properties/bridge/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.password.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.password,data:data36};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -6846,11 +6850,12 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(data31.client_id !== undefined){
-let data37 = data31.client_id;
+}
+if(data33.topic_prefix !== undefined){
+let data37 = data33.topic_prefix;
 if(typeof data37 === "string"){
 if(func3(data37) < 1){
-const err68 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data37};
+const err68 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data37};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -6861,7 +6866,7 @@ errors++;
 }
 }
 else {
-const err69 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.client_id.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data37};
+const err69 = {instancePath:instancePath+"/mqtt/bridge/topic_prefix",schemaPath:"#/properties/mqtt/properties/bridge/properties/topic_prefix/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.topic_prefix,data:data37};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -6871,9 +6876,10 @@ vErrors.push(err69);
 errors++;
 }
 }
-}
-else {
-const err70 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.bridge.type,parentSchema:schema12.properties.mqtt.properties.bridge,data:data31};
+let data38 = data33.queue_max;
+if(typeof data38 === "string"){
+if(!pattern0.test(data38)){
+const err70 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data38};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -6883,9 +6889,8 @@ vErrors.push(err70);
 errors++;
 }
 }
-}
 else {
-const err71 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.type,parentSchema:schema12.properties.mqtt,data:data16};
+const err71 = {instancePath:instancePath+"/mqtt/bridge/queue_max",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data38};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -6894,26 +6899,11 @@ vErrors.push(err71);
 }
 errors++;
 }
-let data38 = data.shadow;
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-if(data38.max_devices === undefined){
-data38.max_devices = 1024;
-}
-if(data38.max_points === undefined){
-data38.max_points = 65536;
-}
-if(data38.default_ttl === undefined){
-data38.default_ttl = "5m";
-}
-if(data38.check_interval === undefined){
-data38.check_interval = "1s";
-}
-if(data38.persist_interval === undefined){
-data38.persist_interval = "10s";
-}
-for(const key8 in data38){
-if(!(((((key8 === "max_devices") || (key8 === "max_points")) || (key8 === "default_ttl")) || (key8 === "check_interval")) || (key8 === "persist_interval"))){
-const err72 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.shadow,data:data38};
+if(data33.client_id !== undefined){
+let data39 = data33.client_id;
+if(typeof data39 === "string"){
+if(func3(data39) < 1){
+const err72 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data39};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -6923,9 +6913,8 @@ vErrors.push(err72);
 errors++;
 }
 }
-let data39 = data38.max_devices;
-if(!(((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39))) && (isFinite(data39)))){
-const err73 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_devices.type,parentSchema:schema12.properties.shadow.properties.max_devices,data:data39};
+else {
+const err73 = {instancePath:instancePath+"/mqtt/bridge/client_id",schemaPath:"#/properties/mqtt/properties/bridge/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.mqtt.properties.bridge.properties.client_id.type,parentSchema:schema12.properties.mqtt.properties.bridge.properties.client_id,data:data39};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -6934,9 +6923,10 @@ vErrors.push(err73);
 }
 errors++;
 }
-if((typeof data39 == "number") && (isFinite(data39))){
-if(data39 > 1000000 || isNaN(data39)){
-const err74 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000",schema:1000000,parentSchema:schema12.properties.shadow.properties.max_devices,data:data39};
+}
+}
+else {
+const err74 = {instancePath:instancePath+"/mqtt/bridge",schemaPath:"#/properties/mqtt/properties/bridge/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.properties.bridge.type,parentSchema:schema12.properties.mqtt.properties.bridge,data:data33};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -6945,8 +6935,10 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(data39 < 1 || isNaN(data39)){
-const err75 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_devices,data:data39};
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/mqtt",schemaPath:"#/properties/mqtt/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.mqtt.type,parentSchema:schema12.properties.mqtt,data:data18};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -6955,10 +6947,26 @@ vErrors.push(err75);
 }
 errors++;
 }
+let data40 = data.shadow;
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.max_devices === undefined){
+data40.max_devices = 1024;
 }
-let data40 = data38.max_points;
-if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
-const err76 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_points.type,parentSchema:schema12.properties.shadow.properties.max_points,data:data40};
+if(data40.max_points === undefined){
+data40.max_points = 65536;
+}
+if(data40.default_ttl === undefined){
+data40.default_ttl = "5m";
+}
+if(data40.check_interval === undefined){
+data40.check_interval = "1s";
+}
+if(data40.persist_interval === undefined){
+data40.persist_interval = "10s";
+}
+for(const key8 in data40){
+if(!(((((key8 === "max_devices") || (key8 === "max_points")) || (key8 === "default_ttl")) || (key8 === "check_interval")) || (key8 === "persist_interval"))){
+const err76 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.shadow,data:data40};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -6967,9 +6975,10 @@ vErrors.push(err76);
 }
 errors++;
 }
-if((typeof data40 == "number") && (isFinite(data40))){
-if(data40 > 100000000 || isNaN(data40)){
-const err77 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000",schema:100000000,parentSchema:schema12.properties.shadow.properties.max_points,data:data40};
+}
+let data41 = data40.max_devices;
+if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
+const err77 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_devices.type,parentSchema:schema12.properties.shadow.properties.max_devices,data:data41};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -6978,8 +6987,9 @@ vErrors.push(err77);
 }
 errors++;
 }
-if(data40 < 1 || isNaN(data40)){
-const err78 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_points,data:data40};
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 > 1000000 || isNaN(data41)){
+const err78 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000",schema:1000000,parentSchema:schema12.properties.shadow.properties.max_devices,data:data41};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -6988,11 +6998,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-let data41 = data38.default_ttl;
-if(typeof data41 === "string"){
-if(!pattern4.test(data41)){
-const err79 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data41};
+if(data41 < 1 || isNaN(data41)){
+const err79 = {instancePath:instancePath+"/shadow/max_devices",schemaPath:"#/properties/shadow/properties/max_devices/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_devices,data:data41};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -7002,8 +7009,9 @@ vErrors.push(err79);
 errors++;
 }
 }
-else {
-const err80 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data41};
+let data42 = data40.max_points;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err80 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.shadow.properties.max_points.type,parentSchema:schema12.properties.shadow.properties.max_points,data:data42};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -7012,10 +7020,9 @@ vErrors.push(err80);
 }
 errors++;
 }
-let data42 = data38.check_interval;
-if(typeof data42 === "string"){
-if(!pattern4.test(data42)){
-const err81 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data42};
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 100000000 || isNaN(data42)){
+const err81 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000000},message:"must be <= 100000000",schema:100000000,parentSchema:schema12.properties.shadow.properties.max_points,data:data42};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -7024,9 +7031,8 @@ vErrors.push(err81);
 }
 errors++;
 }
-}
-else {
-const err82 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data42};
+if(data42 < 1 || isNaN(data42)){
+const err82 = {instancePath:instancePath+"/shadow/max_points",schemaPath:"#/properties/shadow/properties/max_points/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema12.properties.shadow.properties.max_points,data:data42};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -7035,10 +7041,11 @@ vErrors.push(err82);
 }
 errors++;
 }
-let data43 = data38.persist_interval;
+}
+let data43 = data40.default_ttl;
 if(typeof data43 === "string"){
-if(!pattern4.test(data43)){
-const err83 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data43};
+if(!pattern5.test(data43)){
+const err83 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data43};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -7049,7 +7056,7 @@ errors++;
 }
 }
 else {
-const err84 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data43};
+const err84 = {instancePath:instancePath+"/shadow/default_ttl",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data43};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -7058,9 +7065,10 @@ vErrors.push(err84);
 }
 errors++;
 }
-}
-else {
-const err85 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.shadow.type,parentSchema:schema12.properties.shadow,data:data38};
+let data44 = data40.check_interval;
+if(typeof data44 === "string"){
+if(!pattern5.test(data44)){
+const err85 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data44};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -7069,20 +7077,9 @@ vErrors.push(err85);
 }
 errors++;
 }
-let data44 = data.history;
-if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
-if(data44.enable === undefined){
-data44.enable = true;
 }
-if(data44.retention === undefined){
-data44.retention = "30d";
-}
-if(data44.max_disk === undefined){
-data44.max_disk = "512MB";
-}
-for(const key9 in data44){
-if(!(((key9 === "enable") || (key9 === "retention")) || (key9 === "max_disk"))){
-const err86 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.history,data:data44};
+else {
+const err86 = {instancePath:instancePath+"/shadow/check_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data44};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -7091,10 +7088,10 @@ vErrors.push(err86);
 }
 errors++;
 }
-}
-let data45 = data44.enable;
-if(typeof data45 !== "boolean"){
-const err87 = {instancePath:instancePath+"/history/enable",schemaPath:"#/properties/history/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.history.properties.enable.type,parentSchema:schema12.properties.history.properties.enable,data:data45};
+let data45 = data40.persist_interval;
+if(typeof data45 === "string"){
+if(!pattern5.test(data45)){
+const err87 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data45};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -7103,10 +7100,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-let data46 = data44.retention;
-if(typeof data46 === "string"){
-if(!pattern4.test(data46)){
-const err88 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data46};
+}
+else {
+const err88 = {instancePath:instancePath+"/shadow/persist_interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data45};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -7117,7 +7113,7 @@ errors++;
 }
 }
 else {
-const err89 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data46};
+const err89 = {instancePath:instancePath+"/shadow",schemaPath:"#/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.shadow.type,parentSchema:schema12.properties.shadow,data:data40};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -7126,10 +7122,20 @@ vErrors.push(err89);
 }
 errors++;
 }
-let data47 = data44.max_disk;
-if(typeof data47 === "string"){
-if(!pattern0.test(data47)){
-const err90 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data47};
+let data46 = data.history;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.enable === undefined){
+data46.enable = true;
+}
+if(data46.retention === undefined){
+data46.retention = "30d";
+}
+if(data46.max_disk === undefined){
+data46.max_disk = "512MB";
+}
+for(const key9 in data46){
+if(!(((key9 === "enable") || (key9 === "retention")) || (key9 === "max_disk"))){
+const err90 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.history,data:data46};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -7139,8 +7145,9 @@ vErrors.push(err90);
 errors++;
 }
 }
-else {
-const err91 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data47};
+let data47 = data46.enable;
+if(typeof data47 !== "boolean"){
+const err91 = {instancePath:instancePath+"/history/enable",schemaPath:"#/properties/history/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.history.properties.enable.type,parentSchema:schema12.properties.history.properties.enable,data:data47};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -7149,9 +7156,10 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-else {
-const err92 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.history.type,parentSchema:schema12.properties.history,data:data44};
+let data48 = data46.retention;
+if(typeof data48 === "string"){
+if(!pattern5.test(data48)){
+const err92 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data48};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -7160,14 +7168,9 @@ vErrors.push(err92);
 }
 errors++;
 }
-let data48 = data.export;
-if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
-if(data48.shadow === undefined){
-data48.shadow = {};
 }
-for(const key10 in data48){
-if(!(key10 === "shadow")){
-const err93 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export,data:data48};
+else {
+const err93 = {instancePath:instancePath+"/history/retention",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data48};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -7176,24 +7179,10 @@ vErrors.push(err93);
 }
 errors++;
 }
-}
-let data49 = data48.shadow;
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.enable === undefined){
-data49.enable = false;
-}
-if(data49.format === undefined){
-data49.format = "json";
-}
-if(data49.interval === undefined){
-data49.interval = "10s";
-}
-if(data49.targets === undefined){
-data49.targets = [];
-}
-for(const key11 in data49){
-if(!((((((key11 === "enable") || (key11 === "format")) || (key11 === "interval")) || (key11 === "targets")) || (key11 === "http")) || (key11 === "file"))){
-const err94 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow,data:data49};
+let data49 = data46.max_disk;
+if(typeof data49 === "string"){
+if(!pattern0.test(data49)){
+const err94 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data49};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -7203,9 +7192,8 @@ vErrors.push(err94);
 errors++;
 }
 }
-let data50 = data49.enable;
-if(typeof data50 !== "boolean"){
-const err95 = {instancePath:instancePath+"/export/shadow/enable",schemaPath:"#/properties/export/properties/shadow/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.export.properties.shadow.properties.enable.type,parentSchema:schema12.properties.export.properties.shadow.properties.enable,data:data50};
+else {
+const err95 = {instancePath:instancePath+"/history/max_disk",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data49};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -7214,9 +7202,9 @@ vErrors.push(err95);
 }
 errors++;
 }
-let data51 = data49.format;
-if(!(data51 === "json")){
-const err96 = {instancePath:instancePath+"/export/shadow/format",schemaPath:"#/properties/export/properties/shadow/properties/format/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.format.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.format.enum,parentSchema:schema12.properties.export.properties.shadow.properties.format,data:data51};
+}
+else {
+const err96 = {instancePath:instancePath+"/history",schemaPath:"#/properties/history/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.history.type,parentSchema:schema12.properties.history,data:data46};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -7225,10 +7213,14 @@ vErrors.push(err96);
 }
 errors++;
 }
-let data52 = data49.interval;
-if(typeof data52 === "string"){
-if(!pattern4.test(data52)){
-const err97 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data52};
+let data50 = data.export;
+if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
+if(data50.shadow === undefined){
+data50.shadow = {};
+}
+for(const key10 in data50){
+if(!(key10 === "shadow")){
+const err97 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export,data:data50};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -7238,8 +7230,23 @@ vErrors.push(err97);
 errors++;
 }
 }
-else {
-const err98 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data52};
+let data51 = data50.shadow;
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.enable === undefined){
+data51.enable = false;
+}
+if(data51.format === undefined){
+data51.format = "json";
+}
+if(data51.interval === undefined){
+data51.interval = "10s";
+}
+if(data51.targets === undefined){
+data51.targets = [];
+}
+for(const key11 in data51){
+if(!((((((key11 === "enable") || (key11 === "format")) || (key11 === "interval")) || (key11 === "targets")) || (key11 === "http")) || (key11 === "file"))){
+const err98 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow,data:data51};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -7248,13 +7255,10 @@ vErrors.push(err98);
 }
 errors++;
 }
-let data53 = data49.targets;
-if(Array.isArray(data53)){
-const len3 = data53.length;
-for(let i3=0; i3<len3; i3++){
-let data54 = data53[i3];
-if(!(((data54 === "mqtt") || (data54 === "http")) || (data54 === "file"))){
-const err99 = {instancePath:instancePath+"/export/shadow/targets/" + i3,schemaPath:"#/properties/export/properties/shadow/properties/targets/items/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.targets.items.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.targets.items.enum,parentSchema:schema12.properties.export.properties.shadow.properties.targets.items,data:data54};
+}
+let data52 = data51.enable;
+if(typeof data52 !== "boolean"){
+const err99 = {instancePath:instancePath+"/export/shadow/enable",schemaPath:"#/properties/export/properties/shadow/properties/enable/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.export.properties.shadow.properties.enable.type,parentSchema:schema12.properties.export.properties.shadow.properties.enable,data:data52};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -7263,15 +7267,9 @@ vErrors.push(err99);
 }
 errors++;
 }
-}
-let i4 = data53.length;
-let j0;
-if(i4 > 1){
-outer0:
-for(;i4--;){
-for(j0 = i4; j0--;){
-if(func0(data53[i4], data53[j0])){
-const err100 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/uniqueItems",keyword:"uniqueItems",params:{i: i4, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i4+" are identical)",schema:true,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data53};
+let data53 = data51.format;
+if(!(data53 === "json")){
+const err100 = {instancePath:instancePath+"/export/shadow/format",schemaPath:"#/properties/export/properties/shadow/properties/format/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.format.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.format.enum,parentSchema:schema12.properties.export.properties.shadow.properties.format,data:data53};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -7279,14 +7277,11 @@ else {
 vErrors.push(err100);
 }
 errors++;
-break outer0;
 }
-}
-}
-}
-}
-else {
-const err101 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.export.properties.shadow.properties.targets.type,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data53};
+let data54 = data51.interval;
+if(typeof data54 === "string"){
+if(!pattern5.test(data54)){
+const err101 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data54};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -7295,17 +7290,9 @@ vErrors.push(err101);
 }
 errors++;
 }
-if(data49.http !== undefined){
-let data55 = data49.http;
-if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
-if(data55.timeout === undefined){
-data55.timeout = "5s";
 }
-if(data55.queue_max === undefined){
-data55.queue_max = 100;
-}
-if(data55.url === undefined){
-const err102 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.export.properties.shadow.properties.http.required,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data55};
+else {
+const err102 = {instancePath:instancePath+"/export/shadow/interval",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data54};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -7314,9 +7301,13 @@ vErrors.push(err102);
 }
 errors++;
 }
-for(const key12 in data55){
-if(!(((key12 === "url") || (key12 === "timeout")) || (key12 === "queue_max"))){
-const err103 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data55};
+let data55 = data51.targets;
+if(Array.isArray(data55)){
+const len4 = data55.length;
+for(let i4=0; i4<len4; i4++){
+let data56 = data55[i4];
+if(!(((data56 === "mqtt") || (data56 === "http")) || (data56 === "file"))){
+const err103 = {instancePath:instancePath+"/export/shadow/targets/" + i4,schemaPath:"#/properties/export/properties/shadow/properties/targets/items/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.targets.items.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.targets.items.enum,parentSchema:schema12.properties.export.properties.shadow.properties.targets.items,data:data56};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -7326,11 +7317,14 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data55.url !== undefined){
-let data56 = data55.url;
-if(typeof data56 === "string"){
-if(!pattern10.test(data56)){
-const err104 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://.+"},message:"must match pattern \""+"^https?://.+"+"\"",schema:"^https?://.+",parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data56};
+let i5 = data55.length;
+let j0;
+if(i5 > 1){
+outer0:
+for(;i5--;){
+for(j0 = i5; j0--;){
+if(func0(data55[i5], data55[j0])){
+const err104 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i5+" are identical)",schema:true,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data55};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -7338,10 +7332,14 @@ else {
 vErrors.push(err104);
 }
 errors++;
+break outer0;
+}
+}
+}
 }
 }
 else {
-const err105 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.http.properties.url.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data56};
+const err105 = {instancePath:instancePath+"/export/shadow/targets",schemaPath:"#/properties/export/properties/shadow/properties/targets/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.export.properties.shadow.properties.targets.type,parentSchema:schema12.properties.export.properties.shadow.properties.targets,data:data55};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -7350,11 +7348,17 @@ vErrors.push(err105);
 }
 errors++;
 }
+if(data51.http !== undefined){
+let data57 = data51.http;
+if(data57 && typeof data57 == "object" && !Array.isArray(data57)){
+if(data57.timeout === undefined){
+data57.timeout = "5s";
 }
-let data57 = data55.timeout;
-if(typeof data57 === "string"){
-if(!pattern4.test(data57)){
-const err106 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data57};
+if(data57.queue_max === undefined){
+data57.queue_max = 100;
+}
+if(data57.url === undefined){
+const err106 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'",schema:schema12.properties.export.properties.shadow.properties.http.required,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data57};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -7363,9 +7367,9 @@ vErrors.push(err106);
 }
 errors++;
 }
-}
-else {
-const err107 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data57};
+for(const key12 in data57){
+if(!(((key12 === "url") || (key12 === "timeout")) || (key12 === "queue_max"))){
+const err107 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data57};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -7374,9 +7378,12 @@ vErrors.push(err107);
 }
 errors++;
 }
-let data58 = data55.queue_max;
-if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
-const err108 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data58};
+}
+if(data57.url !== undefined){
+let data58 = data57.url;
+if(typeof data58 === "string"){
+if(!pattern11.test(data58)){
+const err108 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://.+"},message:"must match pattern \""+"^https?://.+"+"\"",schema:"^https?://.+",parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data58};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -7385,9 +7392,9 @@ vErrors.push(err108);
 }
 errors++;
 }
-if((typeof data58 == "number") && (isFinite(data58))){
-if(data58 > 100000 || isNaN(data58)){
-const err109 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data58};
+}
+else {
+const err109 = {instancePath:instancePath+"/export/shadow/http/url",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.http.properties.url.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.url,data:data58};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -7396,8 +7403,11 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data58 < 0 || isNaN(data58)){
-const err110 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data58};
+}
+let data59 = data57.timeout;
+if(typeof data59 === "string"){
+if(!pattern5.test(data59)){
+const err110 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data59};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -7407,9 +7417,8 @@ vErrors.push(err110);
 errors++;
 }
 }
-}
 else {
-const err111 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.http.type,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data55};
+const err111 = {instancePath:instancePath+"/export/shadow/http/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data59};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -7418,18 +7427,9 @@ vErrors.push(err111);
 }
 errors++;
 }
-}
-if(data49.file !== undefined){
-let data59 = data49.file;
-if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
-if(data59.mode === undefined){
-data59.mode = "snapshot";
-}
-if(data59.max_size === undefined){
-data59.max_size = "10MB";
-}
-if(data59.path === undefined){
-const err112 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema12.properties.export.properties.shadow.properties.file.required,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data59};
+let data60 = data57.queue_max;
+if(!(((typeof data60 == "number") && (!(data60 % 1) && !isNaN(data60))) && (isFinite(data60)))){
+const err112 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max.type,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data60};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -7438,9 +7438,9 @@ vErrors.push(err112);
 }
 errors++;
 }
-for(const key13 in data59){
-if(!(((key13 === "path") || (key13 === "mode")) || (key13 === "max_size"))){
-const err113 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data59};
+if((typeof data60 == "number") && (isFinite(data60))){
+if(data60 > 100000 || isNaN(data60)){
+const err113 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data60};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -7449,12 +7449,8 @@ vErrors.push(err113);
 }
 errors++;
 }
-}
-if(data59.path !== undefined){
-let data60 = data59.path;
-if(typeof data60 === "string"){
-if(func3(data60) < 1){
-const err114 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data60};
+if(data60 < 0 || isNaN(data60)){
+const err114 = {instancePath:instancePath+"/export/shadow/http/queue_max",schemaPath:"#/properties/export/properties/shadow/properties/http/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema12.properties.export.properties.shadow.properties.http.properties.queue_max,data:data60};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -7464,8 +7460,9 @@ vErrors.push(err114);
 errors++;
 }
 }
+}
 else {
-const err115 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.file.properties.path.type,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data60};
+const err115 = {instancePath:instancePath+"/export/shadow/http",schemaPath:"#/properties/export/properties/shadow/properties/http/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.http.type,parentSchema:schema12.properties.export.properties.shadow.properties.http,data:data57};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -7475,9 +7472,17 @@ vErrors.push(err115);
 errors++;
 }
 }
-let data61 = data59.mode;
-if(!((data61 === "snapshot") || (data61 === "append"))){
-const err116 = {instancePath:instancePath+"/export/shadow/file/mode",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/mode/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.file.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.file.properties.mode.enum,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.mode,data:data61};
+if(data51.file !== undefined){
+let data61 = data51.file;
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+if(data61.mode === undefined){
+data61.mode = "snapshot";
+}
+if(data61.max_size === undefined){
+data61.max_size = "10MB";
+}
+if(data61.path === undefined){
+const err116 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'",schema:schema12.properties.export.properties.shadow.properties.file.required,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data61};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -7486,10 +7491,9 @@ vErrors.push(err116);
 }
 errors++;
 }
-let data62 = data59.max_size;
-if(typeof data62 === "string"){
-if(!pattern0.test(data62)){
-const err117 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data62};
+for(const key13 in data61){
+if(!(((key13 === "path") || (key13 === "mode")) || (key13 === "max_size"))){
+const err117 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data61};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -7499,8 +7503,11 @@ vErrors.push(err117);
 errors++;
 }
 }
-else {
-const err118 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data62};
+if(data61.path !== undefined){
+let data62 = data61.path;
+if(typeof data62 === "string"){
+if(func3(data62) < 1){
+const err118 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data62};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -7511,7 +7518,7 @@ errors++;
 }
 }
 else {
-const err119 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.file.type,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data59};
+const err119 = {instancePath:instancePath+"/export/shadow/file/path",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.export.properties.shadow.properties.file.properties.path.type,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.path,data:data62};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -7521,9 +7528,9 @@ vErrors.push(err119);
 errors++;
 }
 }
-}
-else {
-const err120 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.type,parentSchema:schema12.properties.export.properties.shadow,data:data49};
+let data63 = data61.mode;
+if(!((data63 === "snapshot") || (data63 === "append"))){
+const err120 = {instancePath:instancePath+"/export/shadow/file/mode",schemaPath:"#/properties/export/properties/shadow/properties/file/properties/mode/enum",keyword:"enum",params:{allowedValues: schema12.properties.export.properties.shadow.properties.file.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema12.properties.export.properties.shadow.properties.file.properties.mode.enum,parentSchema:schema12.properties.export.properties.shadow.properties.file.properties.mode,data:data63};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -7532,9 +7539,10 @@ vErrors.push(err120);
 }
 errors++;
 }
-}
-else {
-const err121 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.type,parentSchema:schema12.properties.export,data:data48};
+let data64 = data61.max_size;
+if(typeof data64 === "string"){
+if(!pattern0.test(data64)){
+const err121 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/pattern",keyword:"pattern",params:{pattern: "^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"},message:"must match pattern \""+"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$"+"\"",schema:"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$",parentSchema:schema13,data:data64};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -7543,18 +7551,9 @@ vErrors.push(err121);
 }
 errors++;
 }
-let data63 = data.buses;
-if(Array.isArray(data63)){
-const len4 = data63.length;
-for(let i5=0; i5<len4; i5++){
-if(!(validate12(data63[i5], {instancePath:instancePath+"/buses/" + i5,parentData:data63,parentDataProperty:i5,rootData}))){
-vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
-errors = vErrors.length;
-}
-}
 }
 else {
-const err122 = {instancePath:instancePath+"/buses",schemaPath:"#/properties/buses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.buses.type,parentSchema:schema12.properties.buses,data:data63};
+const err122 = {instancePath:instancePath+"/export/shadow/file/max_size",schemaPath:"#/definitions/size/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema13.type,parentSchema:schema13,data:data64};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -7563,13 +7562,9 @@ vErrors.push(err122);
 }
 errors++;
 }
-let data65 = data.models;
-if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
-for(const key14 in data65){
-const _errs162 = errors;
-if(typeof key14 === "string"){
-if(!pattern13.test(key14)){
-const err123 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:key14,propertyName:key14};
+}
+else {
+const err123 = {instancePath:instancePath+"/export/shadow/file",schemaPath:"#/properties/export/properties/shadow/properties/file/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.properties.file.type,parentSchema:schema12.properties.export.properties.shadow.properties.file,data:data61};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -7579,8 +7574,9 @@ vErrors.push(err123);
 errors++;
 }
 }
+}
 else {
-const err124 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:key14,propertyName:key14};
+const err124 = {instancePath:instancePath+"/export/shadow",schemaPath:"#/properties/export/properties/shadow/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.properties.shadow.type,parentSchema:schema12.properties.export.properties.shadow,data:data51};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -7589,9 +7585,9 @@ vErrors.push(err124);
 }
 errors++;
 }
-var valid35 = _errs162 === errors;
-if(!valid35){
-const err125 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/propertyNames",keyword:"propertyNames",params:{propertyName: key14},message:"property name must be valid",schema:schema12.properties.models.propertyNames,parentSchema:schema12.properties.models,data:data65};
+}
+else {
+const err125 = {instancePath:instancePath+"/export",schemaPath:"#/properties/export/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.export.type,parentSchema:schema12.properties.export,data:data50};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -7600,16 +7596,18 @@ vErrors.push(err125);
 }
 errors++;
 }
-}
-for(const key15 in data65){
-if(!(validate14(data65[key15], {instancePath:instancePath+"/models/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data65,parentDataProperty:key15,rootData}))){
-vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
+let data65 = data.buses;
+if(Array.isArray(data65)){
+const len5 = data65.length;
+for(let i6=0; i6<len5; i6++){
+if(!(validate12(data65[i6], {instancePath:instancePath+"/buses/" + i6,parentData:data65,parentDataProperty:i6,rootData}))){
+vErrors = vErrors === null ? validate12.errors : vErrors.concat(validate12.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err126 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.models.type,parentSchema:schema12.properties.models,data:data65};
+const err126 = {instancePath:instancePath+"/buses",schemaPath:"#/properties/buses/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.buses.type,parentSchema:schema12.properties.buses,data:data65};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -7618,18 +7616,13 @@ vErrors.push(err126);
 }
 errors++;
 }
-let data67 = data.devices;
-if(Array.isArray(data67)){
-const len5 = data67.length;
-for(let i6=0; i6<len5; i6++){
-if(!(validate22(data67[i6], {instancePath:instancePath+"/devices/" + i6,parentData:data67,parentDataProperty:i6,rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err127 = {instancePath:instancePath+"/devices",schemaPath:"#/properties/devices/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.devices.type,parentSchema:schema12.properties.devices,data:data67};
+let data67 = data.models;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+for(const key14 in data67){
+const _errs166 = errors;
+if(typeof key14 === "string"){
+if(!pattern14.test(key14)){
+const err127 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:key14,propertyName:key14};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -7638,18 +7631,9 @@ vErrors.push(err127);
 }
 errors++;
 }
-let data69 = data.servers;
-if(Array.isArray(data69)){
-const len6 = data69.length;
-for(let i7=0; i7<len6; i7++){
-if(!(validate24(data69[i7], {instancePath:instancePath+"/servers/" + i7,parentData:data69,parentDataProperty:i7,rootData}))){
-vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
-errors = vErrors.length;
-}
-}
 }
 else {
-const err128 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.servers.type,parentSchema:schema12.properties.servers,data:data69};
+const err128 = {instancePath:instancePath+"/models",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:key14,propertyName:key14};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -7658,14 +7642,9 @@ vErrors.push(err128);
 }
 errors++;
 }
-let data71 = data.system;
-if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
-if(data71.ssh_authorized_keys === undefined){
-data71.ssh_authorized_keys = [];
-}
-for(const key16 in data71){
-if(!(((key16 === "hostname") || (key16 === "wifi")) || (key16 === "ssh_authorized_keys"))){
-const err129 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system,data:data71};
+var valid37 = _errs166 === errors;
+if(!valid37){
+const err129 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/propertyNames",keyword:"propertyNames",params:{propertyName: key14},message:"property name must be valid",schema:schema12.properties.models.propertyNames,parentSchema:schema12.properties.models,data:data67};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -7675,11 +7654,15 @@ vErrors.push(err129);
 errors++;
 }
 }
-if(data71.hostname !== undefined){
-let data72 = data71.hostname;
-if(typeof data72 === "string"){
-if(!pattern45.test(data72)){
-const err130 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data72};
+for(const key15 in data67){
+if(!(validate14(data67[key15], {instancePath:instancePath+"/models/" + key15.replace(/~/g, "~0").replace(/\//g, "~1"),parentData:data67,parentDataProperty:key15,rootData}))){
+vErrors = vErrors === null ? validate14.errors : vErrors.concat(validate14.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err130 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.models.type,parentSchema:schema12.properties.models,data:data67};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -7688,9 +7671,18 @@ vErrors.push(err130);
 }
 errors++;
 }
+let data69 = data.devices;
+if(Array.isArray(data69)){
+const len6 = data69.length;
+for(let i7=0; i7<len6; i7++){
+if(!(validate22(data69[i7], {instancePath:instancePath+"/devices/" + i7,parentData:data69,parentDataProperty:i7,rootData}))){
+vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err131 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.hostname.type,parentSchema:schema12.properties.system.properties.hostname,data:data72};
+const err131 = {instancePath:instancePath+"/devices",schemaPath:"#/properties/devices/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.devices.type,parentSchema:schema12.properties.devices,data:data69};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -7699,15 +7691,18 @@ vErrors.push(err131);
 }
 errors++;
 }
+let data71 = data.servers;
+if(Array.isArray(data71)){
+const len7 = data71.length;
+for(let i8=0; i8<len7; i8++){
+if(!(validate24(data71[i8], {instancePath:instancePath+"/servers/" + i8,parentData:data71,parentDataProperty:i8,rootData}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
 }
-if(data71.wifi !== undefined){
-let data73 = data71.wifi;
-if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
-if(data73.hidden === undefined){
-data73.hidden = false;
 }
-if(data73.ssid === undefined){
-const err132 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "ssid"},message:"must have required property '"+"ssid"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data73};
+}
+else {
+const err132 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.servers.type,parentSchema:schema12.properties.servers,data:data71};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -7716,8 +7711,14 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(data73.psk === undefined){
-const err133 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "psk"},message:"must have required property '"+"psk"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data73};
+let data73 = data.system;
+if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
+if(data73.ssh_authorized_keys === undefined){
+data73.ssh_authorized_keys = [];
+}
+for(const key16 in data73){
+if(!(((key16 === "hostname") || (key16 === "wifi")) || (key16 === "ssh_authorized_keys"))){
+const err133 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key16},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system,data:data73};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -7726,8 +7727,12 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(data73.country === undefined){
-const err134 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "country"},message:"must have required property '"+"country"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data73};
+}
+if(data73.hostname !== undefined){
+let data74 = data73.hostname;
+if(typeof data74 === "string"){
+if(!pattern46.test(data74)){
+const err134 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},message:"must match pattern \""+"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"+"\"",schema:"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$",parentSchema:schema12.properties.system.properties.hostname,data:data74};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -7736,9 +7741,9 @@ vErrors.push(err134);
 }
 errors++;
 }
-for(const key17 in data73){
-if(!((((key17 === "ssid") || (key17 === "psk")) || (key17 === "country")) || (key17 === "hidden"))){
-const err135 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system.properties.wifi,data:data73};
+}
+else {
+const err135 = {instancePath:instancePath+"/system/hostname",schemaPath:"#/properties/system/properties/hostname/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.hostname.type,parentSchema:schema12.properties.system.properties.hostname,data:data74};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -7748,11 +7753,14 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(data73.ssid !== undefined){
-let data74 = data73.ssid;
-if(typeof data74 === "string"){
-if(func3(data74) > 32){
-const err136 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters",schema:32,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
+if(data73.wifi !== undefined){
+let data75 = data73.wifi;
+if(data75 && typeof data75 == "object" && !Array.isArray(data75)){
+if(data75.hidden === undefined){
+data75.hidden = false;
+}
+if(data75.ssid === undefined){
+const err136 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "ssid"},message:"must have required property '"+"ssid"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data75};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -7761,8 +7769,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-if(func3(data74) < 1){
-const err137 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
+if(data75.psk === undefined){
+const err137 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "psk"},message:"must have required property '"+"psk"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data75};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -7771,8 +7779,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(!pattern46.test(data74)){
-const err138 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
+if(data75.country === undefined){
+const err138 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/required",keyword:"required",params:{missingProperty: "country"},message:"must have required property '"+"country"+"'",schema:schema12.properties.system.properties.wifi.required,parentSchema:schema12.properties.system.properties.wifi,data:data75};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -7781,9 +7789,9 @@ vErrors.push(err138);
 }
 errors++;
 }
-}
-else {
-const err139 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.ssid.type,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data74};
+for(const key17 in data75){
+if(!((((key17 === "ssid") || (key17 === "psk")) || (key17 === "country")) || (key17 === "hidden"))){
+const err139 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties",schema:false,parentSchema:schema12.properties.system.properties.wifi,data:data75};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -7793,11 +7801,11 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data73.psk !== undefined){
-let data75 = data73.psk;
-if(typeof data75 === "string"){
-if(!pattern47.test(data75)){
-const err140 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data75};
+if(data75.ssid !== undefined){
+let data76 = data75.ssid;
+if(typeof data76 === "string"){
+if(func3(data76) > 32){
+const err140 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/maxLength",keyword:"maxLength",params:{limit: 32},message:"must NOT have more than 32 characters",schema:32,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data76};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -7806,9 +7814,8 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-else {
-const err141 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.psk.type,parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data75};
+if(func3(data76) < 1){
+const err141 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data76};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -7817,12 +7824,8 @@ vErrors.push(err141);
 }
 errors++;
 }
-}
-if(data73.country !== undefined){
-let data76 = data73.country;
-if(typeof data76 === "string"){
-if(!pattern48.test(data76)){
-const err142 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data76};
+if(!pattern47.test(data76)){
+const err142 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/pattern",keyword:"pattern",params:{pattern: "^[^\\u0000-\\u001f\\u007f]+$"},message:"must match pattern \""+"^[^\\u0000-\\u001f\\u007f]+$"+"\"",schema:"^[^\\u0000-\\u001f\\u007f]+$",parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data76};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -7833,7 +7836,7 @@ errors++;
 }
 }
 else {
-const err143 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.country.type,parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data76};
+const err143 = {instancePath:instancePath+"/system/wifi/ssid",schemaPath:"#/properties/system/properties/wifi/properties/ssid/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.ssid.type,parentSchema:schema12.properties.system.properties.wifi.properties.ssid,data:data76};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -7843,9 +7846,11 @@ vErrors.push(err143);
 errors++;
 }
 }
-let data77 = data73.hidden;
-if(typeof data77 !== "boolean"){
-const err144 = {instancePath:instancePath+"/system/wifi/hidden",schemaPath:"#/properties/system/properties/wifi/properties/hidden/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.system.properties.wifi.properties.hidden.type,parentSchema:schema12.properties.system.properties.wifi.properties.hidden,data:data77};
+if(data75.psk !== undefined){
+let data77 = data75.psk;
+if(typeof data77 === "string"){
+if(!pattern48.test(data77)){
+const err144 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/pattern",keyword:"pattern",params:{pattern: "^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},message:"must match pattern \""+"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"+"\"",schema:"^([ -~]{8,63}|[0-9A-Fa-f]{64})$",parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data77};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -7856,7 +7861,7 @@ errors++;
 }
 }
 else {
-const err145 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.properties.wifi.type,parentSchema:schema12.properties.system.properties.wifi,data:data73};
+const err145 = {instancePath:instancePath+"/system/wifi/psk",schemaPath:"#/properties/system/properties/wifi/properties/psk/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.psk.type,parentSchema:schema12.properties.system.properties.wifi.properties.psk,data:data77};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -7866,14 +7871,11 @@ vErrors.push(err145);
 errors++;
 }
 }
-let data78 = data71.ssh_authorized_keys;
-if(Array.isArray(data78)){
-const len7 = data78.length;
-for(let i8=0; i8<len7; i8++){
-let data79 = data78[i8];
-if(typeof data79 === "string"){
-if(!pattern49.test(data79)){
-const err146 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i8,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data79};
+if(data75.country !== undefined){
+let data78 = data75.country;
+if(typeof data78 === "string"){
+if(!pattern49.test(data78)){
+const err146 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/pattern",keyword:"pattern",params:{pattern: "^[A-Z]{2}$"},message:"must match pattern \""+"^[A-Z]{2}$"+"\"",schema:"^[A-Z]{2}$",parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data78};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -7884,7 +7886,7 @@ errors++;
 }
 }
 else {
-const err147 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i8,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.ssh_authorized_keys.items.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data79};
+const err147 = {instancePath:instancePath+"/system/wifi/country",schemaPath:"#/properties/system/properties/wifi/properties/country/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.wifi.properties.country.type,parentSchema:schema12.properties.system.properties.wifi.properties.country,data:data78};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -7894,9 +7896,9 @@ vErrors.push(err147);
 errors++;
 }
 }
-}
-else {
-const err148 = {instancePath:instancePath+"/system/ssh_authorized_keys",schemaPath:"#/properties/system/properties/ssh_authorized_keys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.system.properties.ssh_authorized_keys.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys,data:data78};
+let data79 = data75.hidden;
+if(typeof data79 !== "boolean"){
+const err148 = {instancePath:instancePath+"/system/wifi/hidden",schemaPath:"#/properties/system/properties/wifi/properties/hidden/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema12.properties.system.properties.wifi.properties.hidden.type,parentSchema:schema12.properties.system.properties.wifi.properties.hidden,data:data79};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -7907,7 +7909,7 @@ errors++;
 }
 }
 else {
-const err149 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.type,parentSchema:schema12.properties.system,data:data71};
+const err149 = {instancePath:instancePath+"/system/wifi",schemaPath:"#/properties/system/properties/wifi/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.properties.wifi.type,parentSchema:schema12.properties.system.properties.wifi,data:data75};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -7917,13 +7919,64 @@ vErrors.push(err149);
 errors++;
 }
 }
-else {
-const err150 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.type,parentSchema:schema12,data};
+let data80 = data73.ssh_authorized_keys;
+if(Array.isArray(data80)){
+const len8 = data80.length;
+for(let i9=0; i9<len8; i9++){
+let data81 = data80[i9];
+if(typeof data81 === "string"){
+if(!pattern50.test(data81)){
+const err150 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i9,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/pattern",keyword:"pattern",params:{pattern: "^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},message:"must match pattern \""+"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"+"\"",schema:"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$",parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data81};
 if(vErrors === null){
 vErrors = [err150];
 }
 else {
 vErrors.push(err150);
+}
+errors++;
+}
+}
+else {
+const err151 = {instancePath:instancePath+"/system/ssh_authorized_keys/" + i9,schemaPath:"#/properties/system/properties/ssh_authorized_keys/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema12.properties.system.properties.ssh_authorized_keys.items.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys.items,data:data81};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
+}
+errors++;
+}
+}
+}
+else {
+const err152 = {instancePath:instancePath+"/system/ssh_authorized_keys",schemaPath:"#/properties/system/properties/ssh_authorized_keys/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema12.properties.system.properties.ssh_authorized_keys.type,parentSchema:schema12.properties.system.properties.ssh_authorized_keys,data:data80};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+}
+else {
+const err153 = {instancePath:instancePath+"/system",schemaPath:"#/properties/system/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.properties.system.type,parentSchema:schema12.properties.system,data:data73};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+}
+else {
+const err154 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema12.type,parentSchema:schema12,data};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
 }
 errors++;
 }
@@ -8716,7 +8769,7 @@ return errors === 0;
 
 export const validateBoard = validate31;
 const schema56 = {"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://shadowgate.dev/board.schema.json","title":"shadowgate board definition (board/boards/*.json)","description":"A single-board computer: how BCM numbers map to the kernel's GPIO lines, its header and UARTs.","type":"object","additionalProperties":false,"required":["name","title","model_match","gpiochip","header","uarts","reserved"],"properties":{"name":{"description":"Lower-case id, as gateway.board names it.","type":"string","pattern":"^[a-z0-9-]+$"},"title":{"description":"Human name.","type":"string"},"model_match":{"description":"Prefixes of /proc/device-tree/model that identify the board.","type":"array","minItems":1,"items":{"type":"string"}},"soc":{"type":"string"},"gpiochip":{"description":"The gpiochip holding the header's lines: its kernel label and line count.","type":"object","additionalProperties":false,"required":["label","lines"],"properties":{"label":{"type":"string"},"lines":{"type":"integer","minimum":0},"known_bases":{"type":"object","additionalProperties":{"type":"integer","minimum":0}}}},"header":{"description":"Header pin number → BCM number, or a supply name (3V3, 5V, GND, …).","type":"object","additionalProperties":{"type":["integer","string"],"minimum":0}},"uarts":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["name","device","tx","rx","config_txt"],"properties":{"name":{"type":"string"},"device":{"type":"string"},"aliases":{"type":"array","items":{"type":"string"}},"tx":{"type":"integer","minimum":0},"rx":{"type":"integer","minimum":0},"cts":{"type":"integer","minimum":0},"rts":{"type":"integer","minimum":0},"config_txt":{"type":"array","items":{"type":"string"}},"notes":{"type":"string"}}}},"reserved":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["pins","reason"],"properties":{"pins":{"type":"array","items":{"type":"integer","minimum":0}},"reason":{"type":"string"}}}},"notes":{"type":"array","items":{"type":"string"}}}};
-const pattern50 = new RegExp("^[a-z0-9-]+$", "u");
+const pattern51 = new RegExp("^[a-z0-9-]+$", "u");
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="https://shadowgate.dev/board.schema.json" */;
@@ -8808,7 +8861,7 @@ errors++;
 if(data.name !== undefined){
 let data0 = data.name;
 if(typeof data0 === "string"){
-if(!pattern50.test(data0)){
+if(!pattern51.test(data0)){
 const err8 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9-]+$"},message:"must match pattern \""+"^[a-z0-9-]+$"+"\"",schema:"^[a-z0-9-]+$",parentSchema:schema56.properties.name,data:data0};
 if(vErrors === null){
 vErrors = [err8];

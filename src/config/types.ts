@@ -248,7 +248,7 @@ export interface GatewayConfig {
   /** data_dir is absolute after loading (a relative one is resolved against the process's cwd). */
   gateway: { id: string; data_dir: string; log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'; board?: string };
   /** body_limit in bytes. */
-  http: { host: string; port: number; body_limit: number; auth: { tokens: string[]; read_tokens: string[]; protect_reads: boolean } };
+  http: { host: string; port: number; body_limit: number; /** DNS names browsers may use (api/host-guard.ts). */ allowed_hosts: string[]; auth: { tokens: string[]; read_tokens: string[]; protect_reads: boolean } };
   mqtt: MqttConfig;
   /** Durations in ms. */
   shadow: { max_devices: number; max_points: number; default_ttl: number; check_interval: number; persist_interval: number };

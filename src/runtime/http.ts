@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createAuth } from '../api/auth.js';
 import type { ApiApp, ApiContext, RouteKit } from '../api/context.js';
 import { attachEventStream, type EventStream } from '../api/event-stream.js';
+import { hostGuard } from '../api/host-guard.js';
 import { startHttp, type HttpHandle } from '../api/server.js';
 import type { Part } from '../core/lifecycle.js';
 
@@ -52,6 +53,7 @@ export function createHttpPart(opts: HttpPartOptions): HttpPart {
         },
       }, { host: opts.host, port: opts.port });
       stream = attachEventStream(http.server, opts.api.shadow.bus, {
+        hostRefused: hostGuard(opts.api.http.allowed_hosts),
         authorize: (req) => {
           try {
             checkAuth(req, 'read', { allowQuery: true });

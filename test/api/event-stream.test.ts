@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
-import { EventBus, type ShadowEvents } from '../../src/core/events.js';
 import { attachEventStream } from '../../src/api/event-stream.js';
+import { hostGuard } from '../../src/api/host-guard.js';
+import { EventBus, type ShadowEvents } from '../../src/core/events.js';
 import { waitFor } from '../export/helpers.js';
 
 async function server() {
@@ -33,7 +34,7 @@ function open(url: string, headers: Record<string, string> = {}): Promise<{ ws: 
 test('a page of another site cannot open the stream (its Origin or Sec-Fetch-Site); the gateway\'s own page and non-browsers can', async () => {
   const bus = new EventBus<ShadowEvents>();
   const { s, port } = await server();
-  const es = attachEventStream(s, bus, { authorize: () => true });
+  const es = attachEventStream(s, bus, { authorize: () => true, hostRefused: hostGuard([]) });
   const opened: WebSocket[] = [];
   const tryOpen = (headers: Record<string, string>): Promise<boolean> =>
     open(`ws://127.0.0.1:${port}/api/v1/ws`, headers).then(({ ws }) => (opened.push(ws), true), () => false);
@@ -43,6 +44,9 @@ test('a page of another site cannot open the stream (its Origin or Sec-Fetch-Sit
     assert.is(await tryOpen({ origin: `http://127.0.0.1:${port}` }), true, 'same origin');
     assert.is(await tryOpen({ origin: `http://127.0.0.1:${port}`, 'sec-fetch-site': 'same-origin' }), true, 'same-origin');
     assert.is(await tryOpen({}), true, 'no Origin: not a browser');
+    // DNS rebinding: the attacker's page is same-origin to the browser, but its name is in Host.
+    assert.is(await tryOpen({ host: `evil.example:${port}`, origin: `http://evil.example:${port}`, 'sec-fetch-site': 'same-origin' }), false, 'a rebound name');
+    assert.is(await tryOpen({ host: `evil.example:${port}` }), true, 'not a browser: any Host');
   } finally {
     for (const ws of opened) ws.close();
     es.close();

@@ -104,6 +104,7 @@ export interface ApiOptions {
   protectReads?: boolean;
   readTokens?: string[];
   bodyLimit?: number;
+  allowedHosts?: string[];
   /** Seed the shadow with the fake devices and one value (default true). */
   seed?: boolean;
   extraRoutes?: ApiContext['extraRoutes'];
@@ -129,7 +130,7 @@ export async function withApi(opts: ApiOptions, fn: (api: TestApi) => Promise<vo
   const io = new FakeIO(shadow);
   const health = { report: { status: 'healthy', checks: { shadow: { devices: 3 } } } as HealthReport };
   const http: GatewayConfig['http'] = {
-    host: '127.0.0.1', port: 0, body_limit: opts.bodyLimit ?? 1024 * 1024,
+    host: '127.0.0.1', port: 0, body_limit: opts.bodyLimit ?? 1024 * 1024, allowed_hosts: opts.allowedHosts ?? [],
     auth: { tokens: opts.tokens ?? [], read_tokens: opts.readTokens ?? [], protect_reads: opts.protectReads ?? false },
   };
   const ctx: ApiContext = {

@@ -30,7 +30,7 @@ test('routes(): every polka route, kit routes with their path and scope, direct 
 test('routes() is the table polka matches against: a route added later is listed', () => {
   const api = createApi({
     shadow: {} as never, io: {} as never, log: pino({ level: 'silent' }), health: () => ({ status: 'healthy', checks: {} }),
-    http: { host: '127.0.0.1', port: 0, body_limit: 1024, auth: { tokens: [], read_tokens: [], protect_reads: false } },
+    http: { host: '127.0.0.1', port: 0, body_limit: 1024, allowed_hosts: [], auth: { tokens: [], read_tokens: [], protect_reads: false } },
     extraRoutes: (_app, kit) => kit.route('DELETE', '/new/thing', 'write', () => null),
   });
   assert.equal(api.routes().find((r) => r.path === '/api/v1/new/thing'), { method: 'DELETE', path: '/api/v1/new/thing', access: 'write' });

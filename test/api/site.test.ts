@@ -4,6 +4,7 @@
  * Origin, no Sec-Fetch-Site) keep working. Real HTTP with the headers a browser sends.
  */
 import { request } from 'node:http';
+import os from 'node:os';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { crossSiteReason } from '../../src/api/site.js';
@@ -53,7 +54,7 @@ test('cross-site writes are 403 in the envelope and change nothing: fetch POST (
   }));
 
 test('the gateway\'s own pages, typed URLs and curl keep writing; the console by IP or by name, on any port', () =>
-  withApi({}, async (api) => {
+  withApi({ allowedHosts: ['gateway.local'] }, async (api) => {
     const host = `127.0.0.1:${api.port}`;
     const ok: [string, string, Record<string, string>, string | undefined][] = [
       // curl / scripts: no Origin, no Sec-Fetch-Site (the seed's GET writePoint included).
@@ -78,7 +79,7 @@ test('the gateway\'s own pages, typed URLs and curl keep writing; the console by
   }));
 
 test('Origin naming another host than the one asked (by IP vs by name, another port) is refused', () =>
-  withApi({}, async (api) => {
+  withApi({ allowedHosts: ['gateway.local'] }, async (api) => {
     for (const [host, origin] of [
       ['192.168.1.20:8081', 'http://gateway.local:8081'],
       ['gateway.local:8081', 'http://gateway.local:8080'],
@@ -89,6 +90,34 @@ test('Origin naming another host than the one asked (by IP vs by name, another p
       assert.is(r.status, 403, `${host} ${origin}`);
     }
     assert.equal(api.io.writes, []);
+  }));
+
+test('DNS rebinding: a browser\'s request under a Host that is not the gateway\'s is refused on every route; curl, IPs, hostname.local and allowed_hosts are served', () =>
+  withApi({ allowedHosts: ['gateway.lan', '*.home.arpa'] }, async (api) => {
+    // The attacker's page, now resolving to the gateway: same-origin to the browser, the attacker's name in Host.
+    const page = { host: `evil.example:${api.port}`, origin: `http://evil.example:${api.port}`, 'sec-fetch-site': 'same-origin' };
+    for (const [method, path, body] of [
+      ['GET', '/api/v1/shadow/all', undefined],
+      ['GET', '/api/v1/device/writePoint?id=boiler&point=mode&value=hacked', undefined],
+      ['POST', '/api/v1/device/writePoint', WRITE],
+      ['GET', '/', undefined],
+    ] as const) {
+      const r = await send(api.port, method, path, { ...page, 'content-type': 'application/json' }, body);
+      assert.is(r.status, 403, `${method} ${path}`);
+      assert.match(r.body.errorMsg, /^Host evil\.example:\d+ is not a name of this gateway .*http\.allowed_hosts$/);
+    }
+    // An older browser sends Origin only, a top-level navigation Sec-Fetch-Site: none: both are browsers.
+    assert.is((await send(api.port, 'GET', '/api/v1/shadow/all', { host: 'evil.example', 'sec-fetch-site': 'none' })).status, 403);
+    assert.equal(api.io.writes, []);
+    const served: Record<string, string>[] = [
+      { host: 'evil.example' }, // curl, a script, Home Assistant: no browser, no rebinding victim
+      { host: `[::1]:${api.port}`, 'sec-fetch-site': 'same-origin' },
+      { host: `localhost:${api.port}`, 'sec-fetch-site': 'none' },
+      { host: `${os.hostname()}.local:${api.port}`, 'sec-fetch-site': 'same-origin' },
+      { host: `Gateway.LAN:${api.port}`, 'sec-fetch-site': 'same-origin' },
+      { host: 'pi.home.arpa', 'sec-fetch-site': 'same-origin' },
+    ];
+    for (const headers of served) assert.is((await send(api.port, 'GET', '/api/v1/shadow/all', headers)).status, 200, JSON.stringify(headers));
   }));
 
 test('a browser\'s JSON goes as application/json only: text/plain is 415, a form or untyped JSON body from a page 415', () =>
