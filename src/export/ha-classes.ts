@@ -46,6 +46,8 @@ export function classesFor(p: PointInfo): { device_class?: string; state_class?:
   const out = (device_class?: string): { device_class?: string; state_class?: string } => ({
     ...(device_class ? { device_class } : {}), ...(state_class ? { state_class } : {}),
   });
+  // A scale factor (SunSpec `pf_sf`, `w_sf`) is an exponent, not the quantity its name starts with.
+  if (/_sf$/i.test(p.name)) return out();
   if (/power_factor|(^|_)pf(_|$)/i.test(p.name) && (unit === undefined || unit === '%')) return out('power_factor');
   if (unit === '%') {
     if (/humid/i.test(p.name)) return out('humidity');

@@ -67,6 +67,8 @@ test('units as HA spells them; counters are totals', () => {
   assert.is(find('eastron-sdm630', 'total_power_factor').device_class, 'power_factor');
   // Scale factors and addresses are not measurements: no statistics, listed as diagnostics.
   assert.equal([find('sunspec-inverter', 'w_sf').state_class, find('sunspec-inverter', 'w_sf').entity_category], [undefined, 'diagnostic']);
+  // A power factor's scale factor is an exponent, not a power factor.
+  assert.equal([find('sunspec-inverter', 'pf_sf').device_class, find('sunspec-inverter', 'pf_sf').entity_category], [undefined, 'diagnostic']);
 });
 
 test('on/off points are switches and binary sensors with classes; value maps are select/enum', () => {
