@@ -62,6 +62,9 @@ const MODBUS_BUS: StatTable = {
   strayAnswers: ['stray_answers', 'counter', 'Late answers to requests that had timed out, dropped (TCP: by transaction id; RTU: by unit, function, length and CRC).'],
   lastRttMs: ['last_rtt_seconds', 'ms', 'Round-trip time of the last answered request on the bus, seconds.'],
   queueDepth: ['queue_depth', 'gauge', 'Requests waiting for the bus.'],
+  scanProbes: ['scan_probes', 'counter', 'Unit-id scan probes sent on the bus (not counted in requests).'],
+  scanUnanswered: ['scan_unanswered', 'counter', 'Unit-id scan probes no unit answered (not counted in timeouts).'],
+  rawImageBytes: ['raw_image_bytes', 'gauge', 'Memory held by the bus\'s copy of the registers last read (what the Modbus server answers from), bytes.'],
 };
 
 const MODBUS_UNIT: StatTable = {

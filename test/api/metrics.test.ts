@@ -97,6 +97,9 @@ scrapeLintTest('a real scrape passes promtool check metrics', async () => {
     if (name.endsWith(' counter')) assert.match(name, /_total counter$/, name);
   }
   assert.is((text.match(/^# HELP /gm) ?? []).length, (text.match(/^# TYPE /gm) ?? []).length, 'HELP on every metric');
+  // A stats key no table describes is exported with a stand-in HELP ("<part> figure <key>"): every one is described.
+  const standIns = [...text.matchAll(/^# HELP (\S+) .* figure \w+/gm)].map((m) => m[1]);
+  assert.equal(standIns, [], `metrics without a written HELP: ${standIns.join(', ')}`);
 });
 
 rigTest('per-device gauges carry device, bus and unit; Modbus unit counters are per unit', async () => {
