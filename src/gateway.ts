@@ -20,7 +20,7 @@ import type { ApiApp, RouteKit } from './api/context.js';
 import { findConsoleDir, loadConsole, mountConsole } from './api/console-static.js';
 import { BusesPart } from './runtime/buses.js';
 import { ConfigManager, type FileDrift } from './runtime/config-manager.js';
-import { consoleDrift } from './config/console-drift.js';
+import { consoleDrift, fileOwnEdits } from './config/console-drift.js';
 import { ConfigStore, originOf, sha256 } from './runtime/config-store.js';
 import { createExportPart } from './runtime/export.js';
 import { createHistoryPart } from './runtime/history.js';
@@ -137,10 +137,12 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     if (!latest || !sameValue(latest.raw, raw)) {
       // The file was edited after the console applied a change: the file wins, and what it undid is shown.
       if (latest && originOf(latest) === 'console') {
-        const entries = consoleDrift((await store.fileVersionBefore(latest.version))?.raw ?? {}, latest.raw, raw);
-        if (entries.length > 0) drift = { consoleVersion: latest.version, time: latest.time, entries };
+        const base = (await store.fileVersionBefore(latest.version))?.raw ?? {};
+        const entries = consoleDrift(base, latest.raw, raw);
+        if (entries.length > 0) drift = { consoleVersion: latest.version, time: latest.time, entries, fileVersion: 0, lost: fileOwnEdits(base, latest.raw, raw) };
       }
-      await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now(), 'file');
+      const fileVersion = await store.record(raw, latest ? 'configuration file changed' : 'configuration at start', clock.now(), 'file');
+      if (drift) drift.fileVersion = fileVersion;
     }
     const library = readModelLibrary();
     const libraryModels = Object.fromEntries(Object.entries(library.models).map(([name, m]) => [name, m.raw]));

@@ -82,7 +82,7 @@ export interface ConfigService {
   scan(busId: string, from: number, to: number): Promise<number[]>;
   testRead(device: unknown): Promise<TestReadResult>;
   /** What an edited config file undid of the console's last version at this start (null: nothing). */
-  fileDrift?(): { consoleVersion: number; time: number; entries: { path: string; change: string }[] } | null;
+  fileDrift?(): { consoleVersion: number; time: number; entries: { path: string; change: string }[]; fileVersion: number; lost: { path: string; change: string }[] } | null;
   /** Applies that console version again. */
   returnToConsole?(): Promise<ApplyResult>;
   /** Keeps the file's config and drops the warning. */

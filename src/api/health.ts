@@ -14,7 +14,7 @@ export interface HealthInputs {
   /** Damaged files found in data_dir at start (store/damage.ts); `lost`: one was set aside, which degrades the report. */
   dataDir?: { damaged: readonly unknown[]; lost: boolean };
   /** An edited config file undid console changes at this start (runtime/config-manager.ts): shown, not degrading. */
-  fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[] } | null;
+  fileDrift?: { consoleVersion: number; entries: readonly { path: string; change: string }[]; fileVersion: number; lost: readonly unknown[] } | null;
   /** The last restore or reset (runtime/lifecycle.ts), shown as `lifecycle`; one that failed at this start degrades the report. */
   lifecycle?: { ok: boolean; this_start: boolean; [key: string]: unknown };
   /** Modbus servers not serving now (a persona's serial port missing or closed, a port in use): each degrades the report. */
@@ -62,7 +62,10 @@ export function buildHealth({ shadow, persist, buses, extra = {}, bootStatus, da
       ...(update ? { update } : {}),
       ...(dataDir ? { data_dir: { ok: !dataDir.lost, damaged: dataDir.damaged } } : {}),
       // The paths can name MQTT users: the list itself is behind the write token (GET /config/file-drift).
-      ...(fileDrift ? { config_file: { console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length, details: '/api/v1/config/file-drift' } } : {}),
+      ...(fileDrift ? { config_file: {
+        console_version: fileDrift.consoleVersion, undone: fileDrift.entries.length,
+        file_version: fileDrift.fileVersion, file_edits: fileDrift.lost.length, details: '/api/v1/config/file-drift',
+      } } : {}),
       process: { uptimeSeconds: Math.round(process.uptime()), rssBytes: process.memoryUsage.rss() },
     },
   };

@@ -52,3 +52,24 @@ export function consoleDrift(base: unknown, consoleRaw: unknown, fileRaw: unknow
   }
   return out.sort((x, y) => x.path.localeCompare(y.path));
 }
+
+/** An edit the file made of its own (not a console change it undid): what returning to the console's version discards. */
+export interface FileEdit {
+  path: string;
+  /** added: the file has it, the console's base did not; removed: the reverse; changed: another value. */
+  change: 'added' | 'changed' | 'removed';
+}
+
+/** What the file changed of the base the console started from, where the console had not changed it. */
+export function fileOwnEdits(base: unknown, consoleRaw: unknown, fileRaw: unknown): FileEdit[] {
+  const b = units(base);
+  const c = units(consoleRaw);
+  const f = units(fileRaw);
+  const out: FileEdit[] = [];
+  for (const path of new Set([...b.keys(), ...f.keys()])) {
+    if (b.has(path) === f.has(path) && sameValue(b.get(path), f.get(path))) continue; // the file left it alone
+    if (b.has(path) !== c.has(path) || !sameValue(b.get(path), c.get(path))) continue; // the console's own change
+    out.push({ path, change: !b.has(path) ? 'added' : f.has(path) ? 'changed' : 'removed' });
+  }
+  return out.sort((x, y) => x.path.localeCompare(y.path));
+}

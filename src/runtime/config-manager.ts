@@ -16,7 +16,7 @@ import type { ApplyResult, ConfigProblem, ConfigService, ModelInfo, TestReadResu
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
 import type { ConfigStore } from './config-store.js';
-import type { DriftEntry } from '../config/console-drift.js';
+import type { DriftEntry, FileEdit } from '../config/console-drift.js';
 import { sameValue } from '../util/same-value.js';
 
 /** Sections a running gateway cannot take without a restart (ports, data dir, table size, MQTT, history). */
@@ -46,6 +46,10 @@ export interface FileDrift {
   /** Wall time the console's version was applied, ms. */
   time: number;
   entries: DriftEntry[];
+  /** The file's own version, kept in the history: returning to the console's version leaves a way back to it. */
+  fileVersion: number;
+  /** The file's own edits (not undoing the console's), which returning to the console's version discards. */
+  lost: FileEdit[];
 }
 
 export class ConfigManager implements ConfigService {

@@ -68,7 +68,13 @@ browserTest('the banner says what the edited file undid, and one click returns t
   await page.getByRole('button', { name: 'Show what' }).click();
   await page.locator('#file-drift li').first().waitFor();
   assert.equal(await page.locator('#file-drift li').allInnerTexts(), ['devices[d2] dropped']);
+  // The file added d3 of its own: the return names it and keeps the file's version before anything is discarded.
   await page.getByRole('button', { name: "Return to the console's version" }).click();
+  const confirm = page.locator('#file-drift-confirm');
+  await confirm.waitFor();
+  assert.match(await confirm.innerText(), /discards what the file changed of its own \(1\)[\s\S]*devices\[d3\] added by the file[\s\S]*stays in the history as version \d+/);
+  assert.equal((await call<{ id: string }[]>(gw.httpPort, '/api/v1/devices')).body.data.map((d) => d.id), ['d1', 'd3'], 'nothing changed before the confirmation');
+  await page.getByRole('button', { name: "Return, discarding the file's edits" }).click();
   await banner.waitFor({ state: 'detached' });
   const ids = await waitFor(async () => {
     const list = (await call<{ id: string }[]>(gw!.httpPort, '/api/v1/devices')).body.data.map((d) => d.id);

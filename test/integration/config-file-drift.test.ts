@@ -49,7 +49,7 @@ async function run(file: string, dataDir: string): Promise<{ port: number; out: 
   };
 }
 
-interface Drift { consoleVersion: number; entries: { path: string; change: string }[] }
+interface Drift { consoleVersion: number; entries: { path: string; change: string }[]; fileVersion: number; lost: { path: string; change: string }[] }
 
 test('an edited file that drops console changes: warned, listed, and one request returns to the console version', async () => {
   const file = path.join(dir, 'config.json');
@@ -80,7 +80,12 @@ test('an edited file that drops console changes: warned, listed, and one request
   assert.match(warn!, /"level":40/);
   for (const e of expected) assert.ok(warn!.includes(`${e.path} dropped`), e.path);
   const health = (await call<{ checks: { config_file: { console_version: number; undone: number } } }>(second.port, '/api/v1/health/shadow')).body.data;
-  assert.equal(health.checks.config_file, { console_version: drift.consoleVersion, undone: 4, details: '/api/v1/config/file-drift' });
+  // The file added d3 of its own: returning to the console's version discards it, and says so first; the file's
+  // version stays in the history to roll back to.
+  assert.equal(drift.lost, [{ path: 'devices[d3]', change: 'added' }]);
+  const versions = (await call<{ version: number; summary: string }[]>(second.port, '/api/v1/config/versions')).body.data;
+  assert.ok(versions.some((v) => v.version === drift.fileVersion && /configuration file changed/.test(v.summary)), JSON.stringify(versions));
+  assert.equal(health.checks.config_file, { console_version: drift.consoleVersion, undone: 4, file_version: drift.fileVersion, file_edits: 1, details: '/api/v1/config/file-drift' });
   const devices = (await call<{ id: string }[]>(second.port, '/api/v1/devices')).body.data.map((d) => d.id);
   assert.equal(devices, ['d1', 'd3'], 'the file runs');
 
