@@ -54,7 +54,7 @@ test('an empty config gets every default from the schema', () => {
   for (const raw of [{}, { buses: [], devices: [] }]) {
     const config = validateConfig(raw, { env: {}, models: {} });
     assert.equal(config.gateway, { id: 'shadowgate', data_dir: '/var/lib/shadowgate', log_level: 'info' });
-    assert.equal(config.http, { host: '0.0.0.0', port: 8081, body_limit: 1024 * 1024, auth: { tokens: [], read_tokens: [], protect_reads: false } });
+    assert.equal(config.http, { host: '0.0.0.0', port: 8081, body_limit: 1024 * 1024, allowed_hosts: [], auth: { tokens: [], read_tokens: [], protect_reads: false } });
     assert.equal(config.mqtt, {
       enable: true, host: '0.0.0.0', port: 1883, ws_port: 8083, base_topic: 'shadowgate', users: [],
       allow_anonymous: true, homeassistant: { enable: false, prefix: 'homeassistant' },
