@@ -33,6 +33,11 @@ export interface BrokerOptions {
    * after it serves, and a client that connects meanwhile must still find all of it when its CONNACK comes.
    */
   hold?: boolean;
+  /**
+   * false: no TCP or WebSocket listener (`mqtt.enable: false` with a bridge): the broker only feeds the bridge
+   * in-process, and no port is taken (the Mosquitto of an HA machine beside it keeps 1883).
+   */
+  listen?: boolean;
 }
 
 interface RetainedPersistence {
@@ -273,18 +278,22 @@ export async function startBroker(opts: BrokerOptions): Promise<Broker> {
     });
   });
 
-  let port: number;
-  let wsPort: number;
-  try {
-    port = await listen(tcp, opts.port, opts.host);
-    wsPort = await listen(httpServer, opts.wsPort, opts.host);
-  } catch (err) {
-    tcp.close();
-    httpServer.close();
-    await new Promise<void>((r) => aedes.close(() => r()));
-    throw err;
+  let port = 0;
+  let wsPort = 0;
+  if (opts.listen === false) {
+    log.info('mqtt broker without listeners (mqtt.enable is false): the bridge carries the export');
+  } else {
+    try {
+      port = await listen(tcp, opts.port, opts.host);
+      wsPort = await listen(httpServer, opts.wsPort, opts.host);
+    } catch (err) {
+      tcp.close();
+      httpServer.close();
+      await new Promise<void>((r) => aedes.close(() => r()));
+      throw err;
+    }
+    log.info({ port, wsPort }, 'mqtt broker listening');
   }
-  log.info({ port, wsPort }, 'mqtt broker listening');
 
   return {
     aedes,

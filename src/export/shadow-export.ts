@@ -33,7 +33,7 @@ export function validateShadowExport(cfg: ShadowExportConfig, mqttEnabled: boole
   for (const t of cfg.targets) {
     if (t !== 'mqtt' && t !== 'http' && t !== 'file') problems.push(`${p}.targets: unknown target "${String(t)}"`);
   }
-  if (cfg.targets.includes('mqtt') && !mqttEnabled) problems.push(`${p}.targets: "mqtt" needs mqtt.enable`);
+  if (cfg.targets.includes('mqtt') && !mqttEnabled) problems.push(`${p}.targets: "mqtt" needs mqtt.enable (or mqtt.bridge)`);
   if (cfg.targets.includes('http')) {
     if (!cfg.http?.url) problems.push(`${p}.http.url: required by target "http"`);
     else {

@@ -42,7 +42,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
   let shadowExport: ShadowExport | null = null;
   let publishAll = (): void => {};
 
-  const startMqtt = async (topics: Topics): Promise<Publish> => {
+  const startMqtt = async (topics: Topics, listen: boolean): Promise<Publish> => {
     const users = new UserDirectory(ctx.mqtt.users, ctx.mqtt.allow_anonymous);
     const retained = new RetainedStore(join(ctx.dataDir, 'mqtt', 'retained.json'), (err) => log.error({ err }, 'retained messages'));
     await pieces.start(piece('retained', () => retained.close()));
@@ -60,6 +60,7 @@ export function createExportPart(ctx: ExportContext): ExportPart {
       retained,
       log: ctx.log.child({ part: 'mqtt' }),
       hold: true,
+      listen,
     });
     broker = b;
     await pieces.start(piece('broker', () => b.close()));
@@ -123,12 +124,17 @@ export function createExportPart(ctx: ExportContext): ExportPart {
     },
     async start() {
       // Config problems of the targets are reported at start, before anything listens.
-      validateShadowExport(ctx.export.shadow, ctx.mqtt.enable);
+      validateShadowExport(ctx.export.shadow, ctx.mqtt.enable || !!ctx.mqtt.bridge);
       const topics = new Topics(ctx.mqtt.base_topic);
       const bad = ctx.shadow.GetDeviceIds().filter((id) => !topicSafeDeviceId(id));
       if (bad.length) log.warn({ devices: bad }, 'device ids unusable as an MQTT topic level are not exported over MQTT');
       try {
-        const publish: Publish = ctx.mqtt.enable ? await startMqtt(topics) : () => {};
+        // The broker off but a bridge set ("turn it off and bridge to HA's Mosquitto"): the export runs with no
+        // listener of its own and goes upstream only. Off without a bridge, nothing is published over MQTT.
+        if (!ctx.mqtt.enable && !ctx.mqtt.bridge && ctx.mqtt.homeassistant.enable) {
+          log.warn('mqtt.homeassistant.enable has no effect: the broker is off (mqtt.enable false) and no mqtt.bridge is set to send the discovery configs to');
+        }
+        const publish: Publish = ctx.mqtt.enable || ctx.mqtt.bridge ? await startMqtt(topics, ctx.mqtt.enable) : () => {};
         const se = await startShadowExport(ctx.export.shadow, {
           gatewayId: ctx.gatewayId,
           now: () => ctx.clock.now(),

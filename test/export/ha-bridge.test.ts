@@ -92,4 +92,39 @@ bridgeTest('HA on its own Mosquitto behind the bridge: every config retained the
   }
 });
 
+bridgeTest('the broker off (mqtt.enable false) and bridged to HA\'s Mosquitto: no port of its own; configs, state and commands go through the bridge', async () => {
+  const dir = tempDir('ha-mq-off');
+  const up = new Mosquitto(await freePort(), dir);
+  await up.start();
+  const f = makeFixture({
+    mqtt: {
+      enable: false,
+      homeassistant: { enable: true, prefix: 'homeassistant' },
+      bridge: { url: `mqtt://127.0.0.1:${up.port}`, topic_prefix: 'site-a', queue_max: 1 << 20 },
+    },
+  });
+  let gw: Awaited<ReturnType<typeof startExport>> | undefined;
+  let ha: HaLike | undefined;
+  try {
+    gw = await startExport(f.ctx);
+    assert.equal([gw.mqttPort, gw.wsPort], [0, 0], 'no listener: HA\'s Mosquitto keeps its port');
+    ha = await haLike(`mqtt://127.0.0.1:${up.port}`);
+    const h = ha;
+    await waitFor(() => h.configs.size === CONFIGS, 5000, `${CONFIGS} configs at HA (got ${h.configs.size})`);
+    f.shadow.SetDevicePoints('dev1', { temp: 31 });
+    await h.watch('site-a/sg/dev1');
+    await waitFor(() => h.messages.some((m) => m.topic === 'site-a/sg/dev1' && JSON.parse(m.payload).temp === 31), 5000, 'state upstream');
+    const sw = h.configs.get('homeassistant/switch/gw1_dev1/relay1/config')!;
+    await withTimeout(h.client.publishAsync(sw.command_topic as string, sw.payload_on as string, { qos: 0 }), 3000, 'command');
+    await waitFor(() => f.io.writes.length === 1, 3000, 'the write');
+    assert.equal(f.io.writes[0], { id: 'dev1', values: [{ name: 'relay1', value: 1 }] });
+  } finally {
+    await ha?.end();
+    await gw?.stop();
+    await up.stop();
+    removeDir(f.dir);
+    removeDir(dir);
+  }
+});
+
 test.run();
