@@ -2,8 +2,10 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 APT_PACKAGES := socat python3-pymodbus python3-requests mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus iproute2
+# What `make dist` itself needs: a cross compiler for the Pi's arm64 epoll, unless this machine is arm64 (no test peers).
+DIST_PACKAGES := $(if $(filter aarch64 arm64,$(shell uname -m)),,g++-aarch64-linux-gnu)
 
-.PHONY: run build test lint bench install deps system-deps node-versions clean dist image image-test reliability bundle
+.PHONY: run build test lint bench install deps system-deps dist-deps apt-install node-versions clean dist image image-test reliability bundle
 
 run: build
 	./dist/main.js run --config board/demo.json
@@ -30,7 +32,7 @@ test: system-deps build node-versions
 
 # The release tree for a Pi: one esbuild bundle plus only the native modules (build/shadowgate/),
 # epoll built for Node 20, 22 and 24, cross-compiled for arm64 and for this machine.
-dist: system-deps build node-versions
+dist: dist-deps build node-versions
 	sh scripts/dist.sh
 
 # The flashable SD image build/shadowgate-<version>-arm64.img.zst (root; Debian packages only).
@@ -83,7 +85,13 @@ node-versions:
 # Installed only when missing, and only where we can (root with apt-get); tests that need them
 # report skipped with the reason otherwise.
 system-deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+dist-deps:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(DIST_PACKAGES)"
+
+apt-install:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing:$$missing"; \
