@@ -37,7 +37,9 @@ export function homeAssistantStatus(deps: HomeAssistantDeps): Record<string, unk
   const stats = deps.mqttStats();
   const seen = (stats.exporter as { homeassistant?: Seen } | null)?.homeassistant;
   const bridge = stats.bridge as { connected?: boolean; discoveryForwarded?: number } | null;
-  const discovery = mqtt.enable && mqtt.homeassistant.enable;
+  // On with the broker, or with the broker off and a bridge carrying the configs upstream.
+  const discovery = mqtt.homeassistant.enable && (mqtt.enable || !!mqtt.bridge);
+  const brokerStats = stats.broker as { refusedPublishes?: number } | null;
   const writers = mqtt.users.filter((u) => u.can_write).map((u) => u.username);
   return {
     discovery,
@@ -55,6 +57,9 @@ export function homeAssistantStatus(deps: HomeAssistantDeps): Record<string, unk
         : mqtt.allow_anonymous
           ? 'none (anonymous: HA reads every entity; to switch and set values, add an mqtt.users entry with can_write)'
           : 'an mqtt.users entry (anonymous clients are refused)',
+      // Publishes the ACL refused (HA's switch commands under a login that may not write, among them): dropped
+      // without an answer HA shows, so the console says it here.
+      refusedPublishes: brokerStats?.refusedPublishes ?? 0,
     },
     seen: {
       haSeen: (seen?.births ?? 0) > 0,

@@ -49,6 +49,11 @@ browserTest('Home Assistant page: broker and login, then HA seen with the config
     // The page polls every 3 s.
     await page.waitForFunction(() => /^seen, last birth \d{4}-/.test(document.querySelector('[data-k="seen"]')?.textContent ?? ''), undefined, { timeout: 8000 });
     assert.ok(Number(await page.textContent('[data-k="configs"]')) >= 2, 'configs at start and on the birth');
+    // HA switches without a login that may write: the command is dropped by the ACL, and the page says why.
+    assert.is(await page.$('[data-k="refused"]'), null, 'nothing refused yet');
+    await ha.client.publishAsync('shadowgate/a1/set', '{"temp":1}', { qos: 0 });
+    await page.waitForSelector('[data-k="refused"]', { timeout: 8000 });
+    assert.match((await page.textContent('[data-k="refused"]'))!, /^1 command from MQTT clients refused: .*can_write/);
     // No sideways scroll on a phone.
     await page.setViewportSize({ width: 375, height: 700 });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);

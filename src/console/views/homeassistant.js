@@ -33,7 +33,8 @@ export function HomeAssistant() {
   return html`
     <section aria-labelledby="ha-h">
       <h1 id="ha-h">Home Assistant</h1>
-      ${!st.discovery ? html`<p class="warn" role="status">Discovery is off: set <code>mqtt.enable</code> and <code>mqtt.homeassistant.enable</code> in the configuration.</p>` : ''}
+      ${!st.discovery ? html`<p class="warn" role="status">Discovery is off: set <code>mqtt.homeassistant.enable</code> in the configuration, with <code>mqtt.enable</code> or <code>mqtt.bridge</code>.</p>` : ''}
+      ${b.refusedPublishes > 0 ? html`<p class="warn" role="status" data-k="refused">${`${b.refusedPublishes} ${b.refusedPublishes === 1 ? 'command' : 'commands'} from MQTT clients refused: `}a switch or number in HA does nothing when HA logs in without a user that may write. Add an <code>mqtt.users</code> entry with <code>can_write</code> and enter it in HA's MQTT integration (the gateway's log names the client).</p>` : ''}
       <h2>Connect HA's MQTT integration to</h2>
       <dl class="figures">
         <div><dt>Broker</dt><dd data-k="broker">${b.enabled ? `${b.host}:${b.port}` : 'MQTT off'}</dd></div>
