@@ -46,6 +46,12 @@ export class RelayProbe {
     return `relay latency (spare socat pair, ${s.length} bytes): median ${q(0.5)}, p99 ${q(0.99)}, max ${q(1)} ms; ${(100 * late / s.length).toFixed(1)}% over a character time`;
   }
 
+  /** The `f` quantile of the latencies since `from`, ms (0 when none measured). */
+  quantile(from: number, f: number): number {
+    const s = this.samples.slice(from).sort((x, y) => x - y);
+    return s.length === 0 ? 0 : s[Math.floor(f * (s.length - 1))]!;
+  }
+
   mark(): number {
     return this.samples.length;
   }
