@@ -103,19 +103,19 @@ test('a cycle that failed by a timeout is made up: a unit hit by one bad frame i
 test('after a stall, failed cycles are an interval apart, not back to back', async () => {
   let failing = false;
   const link = new ScriptedLink(() => (failing ? 'garbled' : 'ok'));
-  const d = compiled('d', 1, 40);
+  // 200 ms, not 40: the failures are stamped as their cycles end, and beside a busy job an end comes tens of ms
+  // late; made up back to back, the gaps would be a few ms whatever the interval.
+  const d = compiled('d', 1, 200);
   await withPoller([d], async (_poller, sink) => {
     await waitFor('the first poll', () => sink.dataOf('d').length >= 1, 5000);
-    // The loop held up for 10 intervals (a CPU hog, a GC pause) while the unit stops answering.
+    // The loop held up for 5 intervals (a CPU hog, a GC pause) while the unit stops answering.
     failing = true;
-    const until = performance.now() + 400;
+    const until = performance.now() + 1000;
     while (performance.now() < until);
     await waitFor('three failed cycles', () => sink.failuresOf('d').length >= 3, 5000);
     const at = sink.failuresOf('d').map((e) => e.at);
     const gaps = at.slice(1).map((t, i) => t - at[i]!);
-    // Stamped as each cycle ends, on the wall clock: an interval apart within a few ms; made up back to back,
-    // the gaps would be a few ms.
-    assert.ok(gaps.every((g) => g >= 25), `failures at gaps of ${gaps.join(', ')} ms`);
+    assert.ok(gaps.every((g) => g >= 100), `failures at gaps of ${gaps.join(', ')} ms`);
   }, link);
 });
 
