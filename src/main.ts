@@ -230,7 +230,7 @@ async function run(file: string): Promise<number> {
       httpPort: gateway.httpPort, mqttPort: gateway.mqttPort, mqttWsPort: gateway.mqttWsPort,
       config: file, devices: gateway.shadow.stats().totalDevices,
     }, 'ready');
-    void sd.ready(`listening: http ${gateway.httpPort}, mqtt ${gateway.mqttPort}`);
+    void sd.ready(`listening: http ${gateway.httpPort}, mqtt ${gateway.mqttPort || 'off'}`);
   });
 }
 

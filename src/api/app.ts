@@ -10,9 +10,9 @@ import type { Api, ApiApp, ApiContext, ApiRequest, RouteInfo, RouteKit } from '.
 import { HttpError, okEnvelope, sendEnvelope, sendOk, toErrorResponse } from './envelope.js';
 import { mountConfigRoutes } from './config-routes.js';
 import { exactRoutes } from './exact-routes.js';
+import { hostGuard } from './host-guard.js';
 import { polkaRoutes } from './polka-routes.js';
 import { mountRoutes } from './routes.js';
-import { hostGuard } from './host-guard.js';
 import { isSafeMethod, refuseCrossSite } from './site.js';
 import { loopLook } from '../util/loop-look.js';
 
