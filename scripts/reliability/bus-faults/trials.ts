@@ -40,6 +40,9 @@ export interface Trial {
 
 const SETTLE_MS = 40_000;
 
+/** ms the gateway's loop and the relay's (this process) have waited for a CPU so far (0 where the kernel does not say). */
+const cpuWaits = (bench: Bench): number[] => [bench.wire.gatewayPid, process.pid].map((pid) => (pid ? schedOf(pid)?.waitMs ?? 0 : 0));
+
 async function measure(bench: Bench, fault: () => Promise<{ from: number; to: number; facts?: string[]; problems?: string[] }>): Promise<Trial> {
   const m0 = await bench.metrics();
   const v0 = bench.wire.stats.gatewayViolations.length;
@@ -49,11 +52,10 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const o0 = bench.wire.stats.otherCollisions;
   const h0 = bench.wire.stats.heldOff;
   // ms each loop has waited for a CPU so far (0 where the kernel does not say): the gateway's, and the relay's (ours).
-  const loops = (): number[] => [bench.wire.gatewayPid, process.pid].map((pid) => (pid ? schedOf(pid)?.waitMs ?? 0 : 0));
-  const w0 = loops();
+  const w0 = cpuWaits(bench);
   const start = performance.now();
   const { from, to, facts = [], problems = [] } = await fault();
-  const w1 = loops();
+  const w1 = cpuWaits(bench);
   const hit1 = hits();
   const m1 = await bench.metrics();
   await bench.settle(SETTLE_MS).catch(() => problems.push(`not every device polled again ${SETTLE_MS / 1000} s after the fault`));
@@ -98,8 +100,6 @@ function offlineByRules(bench: Bench, id: string, since: number, until: number):
   return { fact };
 }
 
-/** ms the gateway's loop and the relay's (this process) have waited for a CPU so far, the larger (0 where the kernel does not say). */
-const cpuWait = (bench: Bench): number => Math.max(...[bench.wire.gatewayPid, process.pid].map((pid) => (pid ? schedOf(pid)?.waitMs ?? 0 : 0)));
 
 /**
  * Back within two cycles: the first report after `since` comes at most two poll intervals later — plus what
@@ -107,11 +107,11 @@ const cpuWait = (bench: Bench): number => Math.max(...[bench.wire.gatewayPid, pr
  */
 async function backWithinTwoCycles(bench: Bench, id: string, since: number): Promise<{ problem?: string; fact: string; at: number }> {
   const poll = pollOf(id);
-  const w0 = cpuWait(bench);
+  const w0 = cpuWaits(bench);
   let first = null as ReturnType<typeof bench.observer.firstReport>;
   await waitFor(`${id} back`, () => (first = bench.observer.firstReport(id, since)) !== null, SETTLE_MS + 30_000).catch(() => {});
   if (!first) return { problem: `${id} not back after ${(SETTLE_MS + 30_000) / 1000} s`, fact: `${id} not back`, at: performance.now() };
-  const waited = Math.max(0, cpuWait(bench) - w0);
+  const waited = Math.max(0, ...cpuWaits(bench).map((w, i) => w - w0[i]!));
   const after = first.at - since;
   const fact = `${id} back ${(after / 1000).toFixed(2)} s (${(after / poll).toFixed(1)} cycles) after`;
   const late = after > 2 * poll + waited;
