@@ -3,6 +3,7 @@
  * models, each model's driver blocks fitting its device's bus, Modbus unit ids, export targets, capacity.
  * They run on whatever the schema left (possibly invalid), so every access is guarded.
  */
+import { checkPortOwners } from './port-owners.js';
 import { isObj, type DriverBlock } from './model-checks.js';
 
 type Obj = Record<string, unknown>;
@@ -92,18 +93,11 @@ function checkPersona(unit: Obj, at: string, deviceIds: Set<string>, models: Rea
   }
 }
 
-/** Servers: unique ids and TCP endpoints, unit ids unique per server, each unit one existing device (or a persona). */
+/** Servers: unique ids (their ports: port-owners.ts), unit ids unique per server, each unit one existing device (or a persona). */
 function checkServers(servers: unknown[], deviceIds: Set<string>, models: ReadonlyMap<string, unknown>, problems: string[]): void {
   checkUniqueIds(servers, 'servers', 'server', problems);
-  const endpoints = new Map<string, number>();
   servers.forEach((server, i) => {
     if (!isObj(server)) return;
-    if (server.transport === 'tcp' && typeof server.port === 'number' && server.port !== 0) {
-      const key = `${String(server.host ?? '0.0.0.0')}:${server.port}`;
-      const earlier = endpoints.get(key);
-      if (earlier !== undefined) problems.push(`servers[${i}].port: ${key} is already used by servers[${earlier}]`);
-      else endpoints.set(key, i);
-    }
     const seen = new Map<number, string>();
     if (typeof server.diagnostic_unit === 'number') seen.set(server.diagnostic_unit, 'diagnostic_unit');
     list(server.units).forEach((unit, j) => {
@@ -171,5 +165,6 @@ export function checkCrossReferences(cfg: Obj, models: ReadonlyMap<string, unkno
   if (exportShadow.interval === 0) problems.push('export.shadow.interval: must be greater than 0');
   const deviceIds = new Set(devices.filter(isObj).map((d) => d.id).filter((id): id is string => typeof id === 'string'));
   checkServers(list(cfg.servers), deviceIds, models, problems);
+  checkPortOwners(cfg, problems);
   return problems;
 }

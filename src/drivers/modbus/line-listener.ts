@@ -106,9 +106,19 @@ export class LineListener {
    */
   takeLate(bytes: Uint8Array, at: number): boolean {
     if (this.lateAnswer(at, bytes) !== 'whole') return false;
+    this.dropLate();
+    return true;
+  }
+
+  /** Whether an answer of `unit`/`fc` may still be our own late answer (its window open, not heard yet). */
+  awaitsLate(unit: number, fc: number, now: number): boolean {
+    return now <= this.late.until && this.late.unit === unit && this.late.fc === fc;
+  }
+
+  /** The answer read in our transaction was that late answer (rtu-transport.ts): counted and dropped. */
+  dropLate(): void {
     this.lateAnswers++;
     this.late.until = 0;
-    return true;
   }
 
   /** Whether the frame heard so far is the late answer to our timed-out request: whole, a part of it, or not. */

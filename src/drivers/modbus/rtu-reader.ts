@@ -43,8 +43,12 @@ const isAgain = (err: unknown): boolean => {
 };
 
 export abstract class RtuReader extends EventEmitter {
-  /** Told the current transaction's answer: `buf[start, end)`, a whole frame with a good CRC (valid during the call). */
-  onAnswer: (buf: Uint8Array, start: number, end: number) => void = () => {};
+  /**
+   * Told the current transaction's answer: `buf[start, end)`, a whole frame with a good CRC (valid during the
+   * call); `more`: bytes came after it. `false` back: it is not the answer after all (our own late answer to a
+   * timed-out request, rtu-transport.ts), and the line keeps looking after it.
+   */
+  onAnswer: (buf: Uint8Array, start: number, end: number, more: boolean) => boolean | void = () => {};
   /** Told when what came cannot be the current transaction's answer. */
   onRefused: (reason: string) => void = () => {};
 
@@ -82,6 +86,8 @@ export abstract class RtuReader extends EventEmitter {
   private restTimer: NodeJS.Timeout | undefined;
   /** Where the transaction's answer ended in `rx` (0: no answer). */
   private answerEnd = 0;
+  /** Where what is still to be explained begins in `rx`: after a late answer of our own, dropped. */
+  private from = 0;
 
   constructor(private readonly options: RtuOptions, private readonly binding = SerialPort.binding as unknown as LineBinding) {
     super();
@@ -215,6 +221,7 @@ export abstract class RtuReader extends EventEmitter {
   /** Forgets the transaction's bytes (a drain after a timeout). */
   clear(): void {
     this.rxLen = 0;
+    this.from = 0;
     this.chunks = 0;
   }
 
@@ -325,13 +332,13 @@ export abstract class RtuReader extends EventEmitter {
     const end = this.rxLen;
     this.restMs = 0;
     let waiting = -1;
-    for (let i = 0; i + 1 < end; i++) {
+    for (let i = this.from; i + 1 < end; i++) {
       if (rx[i] !== this.unit || (rx[i + 1] !== this.fc && rx[i + 1] !== (this.fc | 0x80))) continue;
       const length = expectedResponseLength(rx, i, end, this.fc);
       if (length === UNKNOWN) continue;
       if (length === NEED_MORE || i + length > end) {
         if (waiting < 0) waiting = i;
-        if (i === 0 && length > 0) this.restMs = (length - end) * this.charMs;
+        if (i === this.from && length > 0) this.restMs = (length - end) * this.charMs;
         continue;
       }
       if (!crcOk(rx, i, i + length)) {
@@ -344,20 +351,26 @@ export abstract class RtuReader extends EventEmitter {
   }
 
   private answer(i: number, length: number): void {
-    if (i > 0) {
+    if (i > this.from) {
       // Bytes before it that were a frame of their own — silence between, or a whole frame by its length and
       // CRC (read in one piece with the answer when the loop was held up): another master's request went out
       // with ours, and this is likely its answer — same unit, function and length, so it passes every other check.
       // Unless they are exactly the late answer to our own request that timed out (a slow slave answers in order).
+      const before = this.rx.subarray(this.from, i);
       const silence = this.timeOf(i) - this.timeOf(i - 1);
-      if ((silence >= this.t35 || endsWithFrame(this.rx.subarray(0, i))) && !this.ownLate(this.rx.subarray(0, i), this.timeOf(i - 1))) {
-        return this.refuse(`an answer that came after another frame (${i} bytes, then ${silence.toFixed(0)} ms of silence): it may be the answer to someone else's request`);
+      if ((silence >= this.t35 || endsWithFrame(before)) && !this.ownLate(before, this.timeOf(i - 1))) {
+        return this.refuse(`an answer that came after another frame (${i - this.from} bytes, then ${silence.toFixed(0)} ms of silence): it may be the answer to someone else's request`);
       }
     }
     this.settled = true;
     this.answerEnd = i + length;
     this.stopTimers();
-    this.onAnswer(this.rx, i, i + length);
+    if (this.onAnswer(this.rx, i, i + length, this.rxLen > i + length) !== false) return;
+    // Our own late answer, dropped: the answer may still come after it (took() arms the quiet timer again).
+    this.settled = false;
+    this.answerEnd = 0;
+    this.from = i + length;
+    this.find();
   }
 
   private refuse(reason: string): void {
@@ -369,8 +382,8 @@ export abstract class RtuReader extends EventEmitter {
   private readonly onQuiet = (): void => {
     if (!this.inTransaction || this.settled) return;
     this.readNow(); // a held-up loop (or a line sleeping to the frame's end) may not have read it yet
-    if (this.settled) return;
+    if (this.settled || this.rxLen <= this.from) return; // nothing unexplained: the timeout judges
     if (performance.now() - this.lastByte < this.frameGapMs - 1) return this.armQuiet();
-    this.refuse(`${this.rxLen} bytes, then ${this.frameGapMs} ms of silence: ${this.badCrc ? 'a frame with a bad CRC' : 'an incomplete answer or not an answer to this request'}`);
+    this.refuse(`${this.rxLen - this.from} bytes, then ${this.frameGapMs} ms of silence: ${this.badCrc ? 'a frame with a bad CRC' : 'an incomplete answer or not an answer to this request'}`);
   };
 }

@@ -185,17 +185,36 @@ export class RtuTransport implements ModbusTransport {
   }
 
   /** The line's answer to the outstanding request: unit, function and CRC are checked; the rest is checked here. */
-  private readonly onAnswer = (buf: Uint8Array, start: number, end: number): void => {
+  private readonly onAnswer = (buf: Uint8Array, start: number, end: number, more: boolean): boolean => {
     const req = this.req;
-    if (!this.outstanding || !req || !this.line) return;
+    if (!this.outstanding || !req || !this.line) return true;
+    const rtt = performance.now() - this.sentAt;
+    if (this.lateAhead(this.line, req, rtt, more)) return false;
     const answer = decodeAnswer(req, buf, start + 1, end - 2);
     if (!answer.ok) {
-      return this.settle('exception' in answer ? new WireException(answer.exception) : new WireGarbled(answer.malformed));
+      this.settle('exception' in answer ? new WireException(answer.exception) : new WireGarbled(answer.malformed));
+      return true;
     }
-    const rttError = this.checkRoundTrip(this.line, this.unit, req, performance.now() - this.sentAt);
+    const rttError = this.checkRoundTrip(this.line, this.unit, req, rtt);
     if (rttError) this.settle(rttError);
     else this.settle(null, answer.data);
+    return true;
   };
+
+  /**
+   * Whether the answer just read is rather the late answer to our own request of the same unit and function
+   * that timed out (its window still open, not heard yet): the slave answers in order, so it is that one when
+   * more bytes came right after it (our answer behind it), or when it came in under half the unit's usual
+   * round trip (it was on its way before our request). Then it is counted and dropped, once; the line goes on
+   * waiting for our answer. Otherwise it is taken: a late answer that never came must not cost a good one.
+   */
+  private lateAhead(line: RtuLine, req: WireRequest, rtt: number, more: boolean): boolean {
+    if (!line.listener.awaitsLate(this.unit, req.fc, performance.now())) return false;
+    const usual = this.usualRtt(this.rttKey(this.unit, req), 4);
+    if (!more && !(usual !== null && rtt < usual / 2)) return false;
+    line.listener.dropLate();
+    return true;
+  }
 
   private readonly onRefused = (reason: string): void => this.settle(new WireGarbled(reason));
 
@@ -239,19 +258,28 @@ export class RtuTransport implements ModbusTransport {
    * short (a pty, a busy CPU making the usual one long) must not fail a good answer.
    */
   private checkRoundTrip(line: RtuLine, unit: number, req: WireRequest, rtt: number): WireGarbled | null {
-    // A number, not a string: no allocation per request for the key.
-    const key = (unit * 256 + req.fc) * 65_536 + ('count' in req ? req.count : 0);
-    let recent = this.rtts.get(key);
-    if (!recent) this.rtts.set(key, (recent = []));
-    const shared = line.shared();
+    const key = this.rttKey(unit, req);
     // The median is sorted out only on a shared line: alone on it (the usual case) no answer is checked.
-    const usual = shared && recent.length >= 4 ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
+    const usual = line.shared() ? this.usualRtt(key, 4) : null;
     const requestBytes = req.fc === 15 ? 9 + Math.ceil(req.values.length / 8) : req.fc === 16 ? 9 + 2 * req.values.length : 8;
     if (usual !== null && rtt < Math.min(requestBytes * this.charMs, usual / 4)) {
       return new WireGarbled(`an answer ${rtt.toFixed(1)} ms after the request, where unit ${unit} takes ${usual.toFixed(0)} ms: it was on its way before the request (someone else's)`);
     }
+    let recent = this.rtts.get(key);
+    if (!recent) this.rtts.set(key, (recent = []));
     if (recent.length === 8) recent.shift();
     recent.push(rtt);
     return null;
+  }
+
+  /** The key of a unit's request shape in `rtts`: a number, not a string, so no allocation per request. */
+  private rttKey(unit: number, req: WireRequest): number {
+    return (unit * 256 + req.fc) * 65_536 + ('count' in req ? req.count : 0);
+  }
+
+  /** The median of the last round trips of this request shape, once there are at least `least` of them. */
+  private usualRtt(key: number, least: number): number | null {
+    const recent = this.rtts.get(key);
+    return recent && recent.length >= least ? [...recent].sort((a, b) => a - b)[recent.length >> 1]! : null;
   }
 }
