@@ -56,7 +56,7 @@ export interface Gateway {
   mqttPort: number;
   mqttWsPort: number;
   /** The Modbus servers ("front door"): bound ports and figures per server id. */
-  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures' | 'persona'>;
+  modbusServers: Pick<ModbusServersPart, 'ports' | 'figures' | 'persona' | 'stats'>;
   /** Saves the shadow now (also done periodically and on stop). */
   flush(): Promise<void>;
   stop(): Promise<void>;

@@ -112,7 +112,6 @@ function checkServers(servers: unknown[], deviceIds: Set<string>, models: Readon
       if (typeof unit.device === 'string' && !deviceIds.has(unit.device)) problems.push(`${at}.device: unknown device "${unit.device}" (${known(deviceIds)})`);
       if (unit.persona !== undefined && unit.writes !== undefined && unit.writes !== false) problems.push(`${at}.writes: is for device units`);
       if (typeof unit.persona === 'string') checkPersona(unit, at, deviceIds, models, problems);
-      if (server.transport === 'rtu' && unit.device !== undefined) problems.push(`${at}.device: an RTU server serves persona units only (a device's own registers are shared over TCP)`);
     });
   });
 }

@@ -11,14 +11,22 @@ import type { Part } from '../core/lifecycle.js';
 import type { RawModbusAccess } from '../drivers/types.js';
 import type { Logger } from '../util/logger.js';
 import type { BusesPart } from './buses.js';
-import { zeroCounts, type Counts } from './door/figures.js';
+import { LATENCY_BOUNDS_S, zeroCounts, type Counts } from './door/figures.js';
 import { GeneratedUnit, generateMap } from './door/generated-unit.js';
 import { TcpDoor } from './door/tcp-server.js';
-import type { RtuPersonaSlave, UnitAnswer } from './persona/rtu-slave.js';
+import type { RtuPersonaSlave } from './persona/rtu-slave.js';
+import { Budget } from './door/handler.js';
+import { UnitTable, type UnitAnswer } from './door/unit-table.js';
 import { PersonaUnit } from './persona/unit.js';
 import { describeServerFailure } from './startup-failure.js';
 
 /** What persona units need: the shadow they are served from, the write pipeline, the model library. */
+/**
+ * Bus requests a second an RTU server's master may cause: at 9600 baud a line carries about 40 requests a
+ * second, so this is no limit on the line's own pace; only the waiting cap (MAX_WAITING_PER_CLIENT) applies.
+ */
+const RTU_MASTER_RATE = 1000;
+
 export interface PersonaSources {
   shadow: Shadow;
   io: DeviceIO;
@@ -58,6 +66,8 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
   const sources: PersonaSources = deps;
   const doors = new Map<string, TcpDoor>();
   const slaves = new Map<string, RtuPersonaSlave>();
+  /** The unit tables of the RTU servers (a TCP door keeps its own). */
+  const tables = new Map<string, UnitTable>();
   const personas = new Map<string, Map<number, PersonaUnit>>();
   /** The persona units of a server, started; a unit whose model or binding cannot be served is logged and left out. */
   const personaUnits = (config: ServerConfig): Map<number, UnitAnswer> => {
@@ -134,7 +144,13 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
         if (config.transport === 'rtu') {
           // Loaded only for an RTU server: serialport's module is ~20 ms of every start on this machine.
           const { RtuPersonaSlave } = await import('./persona/rtu-slave.js');
-          const slave = new RtuPersonaSlave(config, answers, clock, log);
+          const table = new UnitTable({ config, access, generated, clock, log, personas: answers });
+          tables.set(config.id, table);
+          // The line's one master is paced by the line itself: its budget only caps the bus requests waiting.
+          const budget = new Budget(RTU_MASTER_RATE, clock.mono());
+          const units = new Map(config.units.map((u) => u.unit).concat(config.diagnostic_unit ?? []).filter((u) => table.serves(u))
+            .map((u) => [u, (pdu: Uint8Array) => table.answer(u, pdu, config.port, budget)] as const));
+          const slave = new RtuPersonaSlave(config, units, clock, log);
           try {
             await slave.start();
             slaves.set(config.id, slave);
@@ -157,6 +173,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
       doors.clear();
       for (const slave of slaves.values()) await slave.stop();
       slaves.clear();
+      tables.clear();
       for (const units of personas.values()) for (const unit of units.values()) unit.stop();
       personas.clear();
     },
@@ -164,7 +181,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
     figures: () => Object.fromEntries([...doors].map(([id, d]) => [id, withPersonas(id, d.figures.snapshot())])),
     stats: () => ({
       ...Object.fromEntries([...doors].map(([id, d]) => [id, withPersonas(id, d.stats())])),
-      ...Object.fromEntries([...slaves].map(([id, s]) => [id, withPersonas(id, { ...s.counts })])),
+      ...Object.fromEntries([...slaves].map(([id, s]) => [id, withPersonas(id, { ...s.counts, latencyBounds: LATENCY_BOUNDS_S, ...tables.get(id)?.figures.snapshot() })])),
       ...Object.fromEntries([...failed].map(([id, error]) => [id, { running: false, error }])),
     }),
     down: () => [

@@ -45,14 +45,9 @@ test('cross-checks: the persona model exists, bound points are its register poin
   assert.equal(problems({ unit: 1, persona: 'eastron-sdm630', bind: { total_power: { point: 'p1.p', negate: true }, voltage_l1: { value: 230 } } }), []);
 });
 
-test('an RTU server serves persona units only', () => {
-  try {
-    validateConfig({ ...base, servers: [{ id: 'r', transport: 'rtu', port: '/dev/ttyUSB1', baud_rate: 9600, units: [{ unit: 1, device: 'p1' }] }] }, { env: {} });
-    assert.unreachable('accepted');
-  } catch (e) {
-    assert.instance(e, ConfigError);
-    assert.equal((e as ConfigError).problems, ['servers[0].units[0].device: an RTU server serves persona units only (a device\'s own registers are shared over TCP)']);
-  }
+test('an RTU server serves a device\'s own registers beside personas (one unit table for both transports)', () => {
+  const config = validateConfig({ ...base, servers: [{ id: 'r', transport: 'rtu', port: '/dev/ttyUSB1', baud_rate: 9600, units: [{ unit: 1, device: 'p1', writes: true }, { unit: 2, persona: 'eastron-sdm630' }] }] }, { env: {} });
+  assert.equal(config.servers[0]!.units.map((u) => u.device ?? u.persona), ['p1', 'eastron-sdm630']);
 });
 
 test('the server examples in docs/personas.md are valid configs', () => {

@@ -60,7 +60,7 @@ test('a backed-off unit: 300 back-to-back reads and writes all 0x0B, none on the
   const write = Uint8Array.of(6, 0, 1, 0, 9);
   const codes = new Map<number, number>();
   for (let i = 0; i < 300; i++) {
-    const pdu = await handle({ tid: i, unit: 1, pdu: i % 10 === 9 ? write : read }, 'c', budget);
+    const pdu = await handle(1, i % 10 === 9 ? write : read, 'c', budget);
     codes.set(pdu[0]! & 0x80 ? pdu[1]! : 0, (codes.get(pdu[0]! & 0x80 ? pdu[1]! : 0) ?? 0) + 1);
   }
   assert.equal([...codes], [[0x0b, 300]]);
@@ -70,7 +70,7 @@ test('a backed-off unit: 300 back-to-back reads and writes all 0x0B, none on the
   let ok = 0;
   let busy = 0;
   for (let i = 0; i < 25; i++) {
-    const pdu = await handle({ tid: i, unit: 1, pdu: read }, 'c', budget);
+    const pdu = await handle(1, read, 'c', budget);
     if (pdu[0] === 3) ok++;
     else if (pdu[1] === 0x06) busy++;
   }

@@ -67,6 +67,10 @@ test.before(peerHook(why, async () => {
   slave = new RtuPersonaSlave(config, new Map([[2, async (pdu: Uint8Array) => {
     asked.push([...pdu]);
     return Uint8Array.of(4, 2, 0x12, 0x34);
+  }], [3, async () => {
+    // A device unit whose read goes to its bus: ready 300 ms later.
+    await sleep(300);
+    return Uint8Array.of(3, 2, 0, 3);
   }]]), slaveClock, silentLogger);
   await slave.start();
   consumer = new SerialPort({ path: a, baudRate: 9600, autoOpen: false });
@@ -183,6 +187,20 @@ rigTest('the port goes away (socat killed) and comes back (socat restarted): the
     await own?.stop();
     await kill(link);
   }
+});
+
+rigTest('an answer ready only after the master sent another request is not sent (the master moved on); alone, it is', async () => {
+  heard = [];
+  const before = slave.counts.superseded;
+  await send(frame([3, 3, 0, 0, 0, 1]));
+  await sleep(50);
+  await send(frame([5, 4, 0, 0, 0, 1])); // the master gave up on unit 3 and asks another slave
+  await sleep(600);
+  assert.equal(heard, [], 'nothing went out over the next request');
+  assert.is(slave.counts.superseded, before + 1);
+  await send(frame([3, 3, 0, 0, 0, 1]));
+  await waitFor('the slow answer', () => heard.length >= 7, 3000);
+  assert.equal(heard.slice(0, 5), [3, 3, 2, 0, 3]);
 });
 
 test.run();

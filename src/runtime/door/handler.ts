@@ -10,7 +10,6 @@ import { isGatewayError } from '../../core/errors.js';
 import { LinkDownError } from '../../drivers/modbus/bus-owner.js';
 import { ModbusExceptionError } from '../../drivers/modbus/errors.js';
 import type { RawModbusAccess } from '../../drivers/types.js';
-import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { EXCEPTION, decodeRequest, encodeBits, encodeException, encodeRegisters, encodeWriteAnswer, type ServerRequest } from '../../protocol/modbus/pdu.js';
 import type { Figures } from './figures.js';
 import { UnitException, type GeneratedUnit } from './generated-unit.js';
@@ -71,7 +70,7 @@ export function exceptionFor(err: unknown): number {
   }
 }
 
-export function createHandler(parts: HandlerParts): (frame: MbapFrame, client: string, budget: Budget) => Promise<Uint8Array> {
+export function createHandler(parts: HandlerParts): (unit: number, pdu: Uint8Array, client: string, budget: Budget) => Promise<Uint8Array> {
   const { figures, clock } = parts;
   const fail = (client: string, unit: number, fc: number, code: number): Uint8Array => {
     figures.count(client, unit, { exception: code });
@@ -90,65 +89,65 @@ export function createHandler(parts: HandlerParts): (frame: MbapFrame, client: s
     return encodeRegisters(req.fc, words.slice(req.address, req.address + req.count));
   };
 
-  return async (frame, client, budget) => {
-    const fc = frame.pdu[0] ?? 0;
-    const decoded = decodeRequest(frame.pdu);
-    if (!decoded.ok) return fail(client, frame.unit, fc, decoded.exception);
+  return async (unitId, pdu, client, budget) => {
+    const fc = pdu[0] ?? 0;
+    const decoded = decodeRequest(pdu);
+    if (!decoded.ok) return fail(client, unitId, fc, decoded.exception);
     const req = decoded.req;
-    if (frame.unit === parts.diagnosticUnit) {
+    if (unitId === parts.diagnosticUnit) {
       const answer = diagnostic(req);
-      if (typeof answer === 'number') return fail(client, frame.unit, fc, answer);
-      figures.count(client, frame.unit, 'hit');
+      if (typeof answer === 'number') return fail(client, unitId, fc, answer);
+      figures.count(client, unitId, 'hit');
       return answer;
     }
-    const unit = parts.units.get(frame.unit);
-    if (!unit) return fail(client, frame.unit, fc, EXCEPTION.pathUnavailable);
-    if (req.fc > 4 && !unit.writes) return fail(client, frame.unit, fc, EXCEPTION.illegalFunction);
+    const unit = parts.units.get(unitId);
+    if (!unit) return fail(client, unitId, fc, EXCEPTION.pathUnavailable);
+    if (req.fc > 4 && !unit.writes) return fail(client, unitId, fc, EXCEPTION.illegalFunction);
     const access = parts.access(unit.device);
     if (!access?.has(unit.device)) {
       const generated = parts.generated(unit.device);
-      if (!generated) return fail(client, frame.unit, fc, EXCEPTION.pathUnavailable);
+      if (!generated) return fail(client, unitId, fc, EXCEPTION.pathUnavailable);
       try {
         if ('count' in req) {
           const data = generated.read(req);
-          figures.count(client, frame.unit, 'hit');
+          figures.count(client, unitId, 'hit');
           return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, data as boolean[]) : encodeRegisters(req.fc as 3 | 4, data as number[]);
         }
-        if (!budget.take(clock.mono())) return fail(client, frame.unit, fc, EXCEPTION.busy);
+        if (!budget.take(clock.mono())) return fail(client, unitId, fc, EXCEPTION.busy);
         await generated.write(req);
-        figures.count(client, frame.unit, 'write');
+        figures.count(client, unitId, 'write');
         return encodeWriteAnswer(req);
       } catch (err) {
-        return fail(client, frame.unit, fc, exceptionFor(err));
+        return fail(client, unitId, fc, exceptionFor(err));
       }
     }
     try {
       if ('count' in req) {
         const cached = access.peek(unit.device, req, unit.maxAgeMs);
         if (cached) {
-          figures.count(client, frame.unit, 'hit');
+          figures.count(client, unitId, 'hit');
           return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, cached as boolean[]) : encodeRegisters(req.fc as 3 | 4, cached as number[]);
         }
       }
       // A unit backed off as dead costs no bus frame: 0x0B at once, never 0x06 for a budget it does not use (a
       // client polling it fast got 21 × 0x0B, then 0x06 for the rest once its tokens were spent on nothing).
-      if (!access.state(unit.device).online) return fail(client, frame.unit, fc, EXCEPTION.targetFailed);
-      if (!budget.take(clock.mono())) return fail(client, frame.unit, fc, EXCEPTION.busy);
+      if (!access.state(unit.device).online) return fail(client, unitId, fc, EXCEPTION.targetFailed);
+      if (!budget.take(clock.mono())) return fail(client, unitId, fc, EXCEPTION.busy);
       budget.waiting++;
       try {
         if ('count' in req) {
           const { data, hit } = await access.read(unit.device, req, unit.maxAgeMs);
-          figures.count(client, frame.unit, hit ? 'hit' : 'miss');
+          figures.count(client, unitId, hit ? 'hit' : 'miss');
           return req.fc <= 2 ? encodeBits(req.fc as 1 | 2, data as boolean[]) : encodeRegisters(req.fc as 3 | 4, data as number[]);
         }
         await access.write(unit.device, req);
-        figures.count(client, frame.unit, 'write');
+        figures.count(client, unitId, 'write');
         return encodeWriteAnswer(req);
       } finally {
         budget.waiting--;
       }
     } catch (err) {
-      return fail(client, frame.unit, fc, exceptionFor(err));
+      return fail(client, unitId, fc, exceptionFor(err));
     }
   };
 }

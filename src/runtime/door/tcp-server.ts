@@ -13,7 +13,8 @@ import { DoorConnection, normalizeAddress } from './connection.js';
 import { mbapFraming, rtuFraming } from './framing.js';
 import { Figures, LATENCY_BOUNDS_S } from './figures.js';
 import type { GeneratedUnit } from './generated-unit.js';
-import { Budget, createHandler, type DeviceUnit } from './handler.js';
+import { Budget } from './handler.js';
+import { UnitTable, type UnitAnswer } from './unit-table.js';
 
 export interface TcpDoorParts {
   config: TcpServerConfig;
@@ -22,11 +23,12 @@ export interface TcpDoorParts {
   clock: Clock;
   log: Logger;
   /** Persona units by unit id: answered from their snapshot (null: silence), never through a bus. */
-  personas?: ReadonlyMap<number, (pdu: Uint8Array) => Promise<Uint8Array | null>>;
+  personas?: ReadonlyMap<number, UnitAnswer>;
 }
 
 export class TcpDoor {
-  readonly figures = new Figures();
+  /** Counts of the device and diagnostic units (the unit table's, once started). */
+  figures = new Figures();
   private server: Server | null = null;
   private readonly connections = new Set<DoorConnection>();
   private refused = 0;
@@ -38,19 +40,8 @@ export class TcpDoor {
 
   async start(): Promise<void> {
     const { config, clock, log } = this.parts;
-    const units = new Map<number, DeviceUnit>();
-    for (const u of config.units) {
-      if (u.device === undefined) {
-        if (this.parts.personas?.has(u.unit)) continue;
-        log.warn({ server: config.id, unit: u.unit }, 'persona unit not served (its error is logged above); the unit answers exception 0x0A');
-        continue;
-      }
-      units.set(u.unit, { unit: u.unit, device: u.device, writes: u.writes, maxAgeMs: u.max_age ?? config.max_age });
-    }
-    const handle = createHandler({
-      units, access: this.parts.access, generated: this.parts.generated, clock, figures: this.figures,
-      ...(config.diagnostic_unit === undefined ? {} : { diagnosticUnit: config.diagnostic_unit }),
-    });
+    const table = new UnitTable(this.parts);
+    this.figures = table.figures;
     const allow = new Set(config.allow.map(normalizeAddress));
     const server = createServer((socket: Socket) => {
       const address = normalizeAddress(socket.remoteAddress ?? '');
@@ -61,20 +52,10 @@ export class TcpDoor {
         return;
       }
       const budget = new Budget(config.miss_rate, clock.mono());
-      const personas = this.parts.personas;
       const rtu = config.framing === 'rtu';
-      const answer = (frame: MbapFrame): Promise<Uint8Array | null> => {
-        // RTU broadcast (unit 0): a line's slaves never answer it; a door serves no broadcast, so it is dropped.
-        if (rtu && frame.unit === 0) return Promise.resolve(null);
-        const persona = personas?.get(frame.unit);
-        if (persona) return persona(frame.pdu);
-        const start = clock.mono();
-        return handle(frame, address, budget).then((pdu) => {
-          // After count(): the client's and unit's entries exist by now.
-          this.figures.latency(address, frame.unit, (clock.mono() - start) / 1000);
-          return pdu;
-        });
-      };
+      // RTU broadcast (unit 0): a line's slaves never answer it; a door serves no broadcast, so it is dropped.
+      const answer = (frame: MbapFrame): Promise<Uint8Array | null> =>
+        rtu && frame.unit === 0 ? Promise.resolve(null) : table.answer(frame.unit, frame.pdu, address, budget);
       const conn: DoorConnection = new DoorConnection(socket, answer, () => this.connections.delete(conn),
         rtu ? rtuFraming(() => clock.mono(), (bytes) => { this.discarded += bytes; }) : mbapFraming());
       this.connections.add(conn);
@@ -89,7 +70,7 @@ export class TcpDoor {
     server.on('error', (err) => log.error({ server: config.id, err }, 'modbus server error'));
     this.server = server;
     this.port = (server.address() as { port: number }).port;
-    log.info({ server: config.id, host: config.host, port: this.port, framing: config.framing, units: [...units.keys()] }, 'modbus server listening');
+    log.info({ server: config.id, host: config.host, port: this.port, framing: config.framing, units: config.units.map((u) => u.unit).filter((u) => table.serves(u)) }, 'modbus server listening');
   }
 
   async stop(): Promise<void> {

@@ -1,9 +1,12 @@
 /**
- * A Modbus RTU slave on its own serial port serving persona units. Frames are cut by the length their
+ * A Modbus RTU slave on its own serial port serving a server's units (door/unit-table.ts): personas from
+ * their snapshots, a device's own registers through its bus owner. Frames are cut by the length their
  * function code gives and checked by CRC (protocol/modbus/frame.ts), not by waiting for an idle gap, so
  * an answer can start as soon as t3.5 has passed after the request's last byte. It answers only its
  * configured unit ids, never a broadcast (unit 0), and leaves alone frames that parse as another slave's
- * responses. Its answers come from the personas' snapshots: it never waits on a bus owner's queue.
+ * responses. An answer that is ready only after the master has sent another request (a device unit's read
+ * that went to its bus and took longer than the master waits) is not sent: the master has moved on, and the
+ * answer would collide with its next request or be taken for that one's.
  */
 import { SerialPort } from 'serialport';
 import type { RtuServerConfig } from '../../config/types.js';
@@ -11,6 +14,7 @@ import type { Clock } from '../../core/clock.js';
 import { crc16, FrameSplitter } from '../../protocol/modbus/frame.js';
 import { silenceMs } from '../../protocol/modbus/wire-cost.js';
 import type { Logger } from '../../util/logger.js';
+import type { UnitAnswer } from '../door/unit-table.js';
 
 /** How long after a request a frame that parses as its answer is taken for another slave's answer. */
 const ANSWER_WINDOW_MS = 1000;
@@ -24,7 +28,7 @@ const MIN_GAP_MS = 10;
 const REOPEN_FIRST_MS = 250;
 const REOPEN_MAX_MS = 5000;
 
-export type UnitAnswer = (pdu: Uint8Array) => Promise<Uint8Array | null>;
+export type { UnitAnswer };
 
 export interface RtuSlaveStats {
   requests: number;
@@ -34,6 +38,8 @@ export interface RtuSlaveStats {
   broadcasts: number;
   responses: number;
   discardedBytes: number;
+  /** Answers ready only after the master had sent another request: not sent. */
+  superseded: number;
   /** Request's last byte heard -> answer handed to the port, ms: the latest, the smallest (null before the first) and the largest. */
   replyMs: number;
   replyMsMin: number | null;
@@ -56,8 +62,10 @@ export class RtuPersonaSlave {
   private retryMs = REOPEN_FIRST_MS;
   /** Monotonic time the port went away (for the log line when it is back). */
   private lostAt = 0;
+  /** When the last request on the line (to any unit) ended, monotonic ms. */
+  private lastRequestAt = -Infinity;
   readonly counts: RtuSlaveStats = {
-    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, replyMs: 0, replyMsMin: null, replyMsMax: 0,
+    requests: 0, answered: 0, silent: 0, otherUnits: 0, broadcasts: 0, responses: 0, discardedBytes: 0, superseded: 0, replyMs: 0, replyMsMin: null, replyMsMax: 0,
     open: false, lost: 0, reopened: 0, error: null,
   };
 
@@ -87,7 +95,7 @@ export class RtuPersonaSlave {
       this.schedule();
       return;
     }
-    this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU persona slave listening');
+    this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU server listening');
   }
 
   /** The serial device this slave serves on. */
@@ -153,6 +161,7 @@ export class RtuPersonaSlave {
 
   private request(buf: Uint8Array, start: number, end: number, at: number): void {
     this.counts.requests++;
+    this.lastRequestAt = at;
     const unit = buf[start]!;
     if (unit === 0) {
       this.counts.broadcasts++;
@@ -187,6 +196,10 @@ export class RtuPersonaSlave {
     const due = at + this.t35;
     while (this.clock.mono() < due) await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(due - this.clock.mono()))));
     if (!this.port) return;
+    if (this.lastRequestAt > at) {
+      this.counts.superseded++;
+      return;
+    }
     this.port.write(frame);
     this.counts.answered++;
     this.counts.replyMs = this.clock.mono() - at;
