@@ -189,8 +189,8 @@ export class RtuTransport implements ModbusTransport {
     const req = this.req;
     if (!this.outstanding || !req || !this.line) return true;
     const rtt = performance.now() - this.sentAt;
-    if (this.lateAhead(this.line, req, rtt, more)) return false;
     const answer = decodeAnswer(req, buf, start + 1, end - 2);
+    if (this.lateAhead(this.line, req, rtt, more || (!answer.ok && !('exception' in answer)))) return false;
     if (!answer.ok) {
       this.settle('exception' in answer ? new WireException(answer.exception) : new WireGarbled(answer.malformed));
       return true;
@@ -204,14 +204,15 @@ export class RtuTransport implements ModbusTransport {
   /**
    * Whether the answer just read is rather the late answer to our own request of the same unit and function
    * that timed out (its window still open, not heard yet): the slave answers in order, so it is that one when
-   * more bytes came right after it (our answer behind it), or when it came in under half the unit's usual
-   * round trip (it was on its way before our request). Then it is counted and dropped, once; the line goes on
-   * waiting for our answer. Otherwise it is taken: a late answer that never came must not cost a good one.
+   * more bytes came right after it (our answer behind it) or it does not fit our request (`behind`: another
+   * count), or when it came in under half the unit's usual round trip (it was on its way before our request).
+   * Then it is counted and dropped, once; the line goes on waiting for our answer. Otherwise it is taken: a
+   * late answer that never came must not cost a good one.
    */
-  private lateAhead(line: RtuLine, req: WireRequest, rtt: number, more: boolean): boolean {
+  private lateAhead(line: RtuLine, req: WireRequest, rtt: number, behind: boolean): boolean {
     if (!line.listener.awaitsLate(this.unit, req.fc, performance.now())) return false;
     const usual = this.usualRtt(this.rttKey(this.unit, req), 4);
-    if (!more && !(usual !== null && rtt < usual / 2)) return false;
+    if (!behind && !(usual !== null && rtt < usual / 2)) return false;
     line.listener.dropLate();
     return true;
   }
