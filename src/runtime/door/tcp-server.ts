@@ -14,17 +14,10 @@ import { mbapFraming, rtuFraming } from './framing.js';
 import { Figures, LATENCY_BOUNDS_S } from './figures.js';
 import type { GeneratedUnit } from './generated-unit.js';
 import { Budget } from './handler.js';
-import { UnitTable, type UnitAnswer } from './unit-table.js';
+import { UnitTable, type UnitTableParts } from './unit-table.js';
 
-export interface TcpDoorParts {
-  config: TcpServerConfig;
-  access(deviceId: string): RawModbusAccess | undefined;
-  generated(deviceId: string): GeneratedUnit | undefined;
-  clock: Clock;
-  log: Logger;
-  /** Persona units by unit id: answered from their snapshot (null: silence), never through a bus. */
-  personas?: ReadonlyMap<number, UnitAnswer>;
-}
+/** The unit table's parts, on a TCP server's config. */
+export type TcpDoorParts = UnitTableParts & { config: TcpServerConfig };
 
 export class TcpDoor {
   /** Counts of the device and diagnostic units (the unit table's, once started). */
