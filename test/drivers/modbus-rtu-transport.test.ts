@@ -191,10 +191,11 @@ rigTest('a late answer to our own timed-out request that lands in the next reque
   await withLine(async (t, line, answerWith) => {
     let mode: 'usual' | 'late' | 'deaf' | 'after' = 'usual';
     answerWith(() => {
-      // The slave answers in order: the timed-out read's answer goes out as the next read arrives, ours 40 ms later.
+      // The slave answers in order: the timed-out read's answer goes out as the next read arrives, ours 120 ms
+      // later. Its usual 100 ms make the late one early by a margin two pty hops on a busy machine cannot eat.
       if (mode === 'after') return answer(1, 8);
       if (mode === 'late') line.write(answer(1, 6));
-      if (mode !== 'deaf') setTimeout(() => line.write(answer(1, mode === 'usual' ? 5 : 7)), mode === 'usual' ? 30 : 40);
+      if (mode !== 'deaf') setTimeout(() => line.write(answer(1, mode === 'usual' ? 5 : 7)), mode === 'usual' ? 100 : 120);
       return null;
     });
     for (let i = 0; i < 5; i++) assert.equal(await t.request(1, read, 1000), [5]);
