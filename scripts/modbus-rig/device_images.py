@@ -146,6 +146,9 @@ def sdm120(unit):
     im.dense(HR, 0x0000, 0x002F)
     im.put(HR, 0x001C, _words("f", 0.0))   # 40029 network baud rate: 0 = 2400 (default)
     im.u32(HR, 0xFC00, "serial_number", 21050123)   # serial number, uint32 (nmakel/sdm_modbus sdm.py SDM120)
+    # meter code FC02h "Meter code = 00 20" and software version FC03h, 2 bytes (Eastron SDM120M protocol V2.5 p. 8)
+    im.u16(HR, 0xFC02, "meter_code", 0x0020)
+    im.u16(HR, 0xFC03, "software_version", 0x0102)
     return im
 
 
@@ -214,6 +217,8 @@ def sdm630(unit):
     im.u32(HR, 0xFC00, "serial_number", 20340789)
     # meter code: holding FC02h (464515), 0070h on an SDM630 (Tinkerforge/evse-v2-bricklet software/src/sdm.c)
     im.u16(HR, 0xFC02, "meter_code", 0x0070)
+    # system type: holding 40011 (000Ah), float, 3p4w = 3 (Eastron SDM630 protocol V1.8)
+    im.f32(HR, 0x000A, "system_type", 3.0)
     return im
 
 

@@ -69,6 +69,10 @@ test('units as HA spells them; counters are totals', () => {
   assert.equal([find('sunspec-inverter', 'w_sf').state_class, find('sunspec-inverter', 'w_sf').entity_category], [undefined, 'diagnostic']);
   // A power factor's scale factor is an exponent, not a power factor.
   assert.equal([find('sunspec-inverter', 'pf_sf').device_class, find('sunspec-inverter', 'pf_sf').entity_category], [undefined, 'diagnostic']);
+  // Identity codes and settings are no measurements: the Eastron meter code and system type are diagnostics.
+  for (const [model, point] of [['eastron-sdm630', 'meter_code'], ['eastron-sdm630', 'system_type'], ['eastron-sdm120', 'software_version']] as const) {
+    assert.equal([find(model, point).state_class, find(model, point).entity_category], [undefined, 'diagnostic'], `${model}.${point}`);
+  }
 });
 
 test('on/off points are switches and binary sensors with classes; value maps are select/enum', () => {

@@ -155,16 +155,27 @@ test('SunSpec meter 203 + 213 in one chain: walked from 40000, 213 serves what 2
   assert.is(torn, 0, 'torn W/W_SF/float W reads');
 });
 
-test('Eastron SDM630/SDM120/SDM230: the serial number at holding FC00h (uint32) served when bound, 0xFFFFFFFF unbound; FC02h: the SDM630\'s meter code 0070h as a WARP charger reads it, none on the SDM120/230 (0x02)', async () => {
+test('Eastron SDM630/SDM120/SDM230: the serial number at holding FC00h (uint32) served when bound, 0xFFFFFFFF unbound; FC02h: the SDM630\'s meter code 0070h as a WARP charger reads it, the SDM120\'s documented 0020h, none on the SDM230 (0x02)', async () => {
   for (const name of ['eastron-sdm630', 'eastron-sdm120', 'eastron-sdm230']) {
     const model = models[name]!;
     const { at, unit } = setup(model, { bind: { serial_number: { value: 20340789 } } });
     assert.equal(await at(3, 0xfc00, 2), [20340789 >>> 16, 20340789 & 0xffff], `${name}: serial, high word first`);
     if (name === 'eastron-sdm630') assert.equal(await at(3, 0xfc02, 1), [0x0070], `${name}: meter code, unbound (a constant)`);
+    else if (name === 'eastron-sdm120') assert.equal(await at(3, 0xfc02, 2), [0x0020, 0xffff], `${name}: meter code 0020h (Eastron SDM120M V2.5), software version unbound`);
     else assert.equal([...(await unit.answer(readPdu(3, 0xfc02, 1)))!], [0x83, 0x02], `${name}: no meter-code register`);
     const unbound = setup(model, {});
     assert.equal(await unbound.at(3, 0xfc00, 2), [0xffff, 0xffff], `${name}: unbound serial is "not available", never 0`);
   }
+});
+
+test('SDM630 system type at holding 40011 (000Ah): 3.0 (3P4W) unbound, as a WARP charger reads it every cycle; bound, the site\'s', async () => {
+  const model = models['eastron-sdm630']!;
+  const { at } = setup(model, {});
+  const three = await at(3, 0x000a, 2);
+  assert.is(float32(three[0]!, three[1]!), 3);
+  const single = setup(model, { bind: { system_type: { value: 1 } } });
+  const one = await single.at(3, 0x000a, 2);
+  assert.is(float32(one[0]!, one[1]!), 1);
 });
 
 test('a persona unit counts its requests as the door counts its units: hits, writes, exceptions by code, silences', async () => {
