@@ -168,6 +168,18 @@ test('Eastron SDM630/SDM120/SDM230: the serial number at holding FC00h (uint32) 
   }
 });
 
+test('a gap among a float meter\'s registers reads NaN, not a made-up 0: the SDM630\'s phase angles (30037..), the DTSU666\'s per-phase import', async () => {
+  const sdm = setup(models['eastron-sdm630']!, {});
+  const angles = await sdm.at(4, 0x24, 6);
+  for (let i = 0; i < 6; i += 2) assert.ok(Number.isNaN(float32(angles[i]!, angles[i + 1]!)), `SDM630 input ${0x24 + i}: ${angles[i]}, ${angles[i + 1]}`);
+  const chint = setup(models['chint-dtsu666']!, {});
+  const perPhase = await chint.at(3, 0x1020, 6);
+  for (let i = 0; i < 6; i += 2) assert.ok(Number.isNaN(float32(perPhase[i]!, perPhase[i + 1]!)), `DTSU666 ${(0x1020 + i).toString(16)}: ${perPhase[i]}, ${perPhase[i + 1]}`);
+  // A cluster that is not all floats has no "not available" for a gap: it stays 0 (the EM24's integers).
+  const em24 = setup(models['carlo-gavazzi-em24']!, {});
+  assert.equal(await em24.at(3, 0x0032, 1), [0]);
+});
+
 test('SDM630 system type at holding 40011 (000Ah): 3.0 (3P4W) unbound, as a WARP charger reads it every cycle; bound, the site\'s', async () => {
   const model = models['eastron-sdm630']!;
   const { at } = setup(model, {});

@@ -37,7 +37,7 @@ export interface Slot {
   missing: readonly number[];
 }
 
-/** Contiguous registers of one table held as one array; short gaps between points are bridged (read as 0). */
+/** Contiguous registers of one table held as one array; short gaps between points are bridged (see `blank`). */
 export interface Cluster {
   table: RegisterTable;
   start: number;
@@ -51,6 +51,8 @@ export interface PersonaMap {
   clusters: Cluster[];
   /** Words per table (the length of a snapshot's arrays). */
   size: Record<RegisterTable, number>;
+  /** Each table's words before any point is set: a bridged gap reads 0, or NaN where the cluster is all floats. */
+  blank: Record<RegisterTable, Uint16Array>;
 }
 
 /** Gaps up to this many registers join two points into one readable block (consumers read across reserved words). */
@@ -173,7 +175,23 @@ export function buildMap(model: ModelConfig, bind: Readonly<Record<string, unkno
     }
     if (current) size[table] += current.length;
   }
-  return { slots, clusters, size };
+  const blank = { input: new Uint16Array(size.input), holding: new Uint16Array(size.holding) };
+  for (const c of clusters) fillGaps(blank[c.table], c, slots.filter((s) => s.table === c.table && s.address >= c.start && s.address < c.start + c.length));
+  return { slots, clusters, size, blank };
+}
+
+/**
+ * A gap between the points of a cluster of IEEE floats (an Eastron or Chint meter: every value a float32, the
+ * registers the model leaves out are the device's other floats, e.g. the SDM630's phase angles) reads NaN, as
+ * an unbound float does, in the points' word order and at their word alignment; elsewhere it reads 0 (the
+ * format has no "not available" a gap could use).
+ */
+function fillGaps(words: Uint16Array, cluster: Cluster, slots: readonly Slot[]): void {
+  const first = slots[0];
+  if (!first || !slots.every((s) => s.block.data_type === 'float32' && s.address % 2 === first.address % 2 && s.missing.join() === first.missing.join())) return;
+  for (let a = cluster.start + ((cluster.start % 2) === (first.address % 2) ? 0 : 1); a + 1 < cluster.start + cluster.length; a += 2) {
+    words.set(first.missing, cluster.at + a - cluster.start);
+  }
 }
 
 /** The cluster holding registers [address, address + count) of a table, or undefined (exception 0x02). */

@@ -192,7 +192,7 @@ export class PersonaUnit {
   }
 
   private build(): Snapshot {
-    const snap: Snapshot = { input: new Uint16Array(this.map.size.input), holding: new Uint16Array(this.map.size.holding) };
+    const snap: Snapshot = { input: this.map.blank.input.slice(), holding: this.map.blank.holding.slice() };
     const scaleFactors = new Map<string, number>();
     for (const slot of this.map.slots) {
       const v = this.value(slot);
