@@ -698,6 +698,12 @@ def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_leng
     im.put(HR, m + 38, [4]); im.expect("operating_state", "mppt")   # St 4 = MPPT
     im.put(HR, m + 39, [0xFFFF])                             # StVnd: not implemented
     im.u32(HR, m + 40, "events", 0x80)                       # Evt1 bit 7 OVER_TEMP
+    if fixed:
+        for name, unit_ in [("heat_sink_temperature", "°C"), ("transformer_temperature", "°C"), ("other_temperature", "°C"), ("vendor_operating_state", None)]:
+            im.expect(name, None, unit_, reason="not implemented")
+        im.u32(HR, m + 42, "events_2", 0)                    # Evt2: reserved, no event
+        for k in range(4):                                   # EvtVnd1-4: not implemented
+            im.put(HR, m + 44 + 2 * k, [0xFFFF, 0xFFFF]); im.expect(f"vendor_events_{k + 1}", None, None, reason="not implemented")
     if not fixed:
         im.expect("event_ground_fault", 0)
         im.expect("event_grid_disconnect", 0)

@@ -180,6 +180,15 @@ test('a gap among a float meter\'s registers reads NaN, not a made-up 0: the SDM
   assert.equal(await em24.at(3, 0x0032, 1), [0]);
 });
 
+test('SunSpec 101-103 persona: the temperatures, vendor state and event words the model defines answer not implemented, never 0', async () => {
+  for (const name of ['sunspec-inverter-101', 'sunspec-inverter-102', 'sunspec-inverter-103']) {
+    const { at } = setup(models[name]!, {});
+    assert.equal(await at(3, 40103, 3), [0x8000, 0x8000, 0x8000], `${name}: TmpSnk, TmpTrns, TmpOt`);
+    assert.equal(await at(3, 40108, 1), [0xffff], `${name}: StVnd`);
+    assert.equal(await at(3, 40113, 8), new Array(8).fill(0xffff), `${name}: EvtVnd1-4`);
+  }
+});
+
 test('SDM630 system type at holding 40011 (000Ah): 3.0 (3P4W) unbound, as a WARP charger reads it every cycle; bound, the site\'s', async () => {
   const model = models['eastron-sdm630']!;
   const { at } = setup(model, {});
