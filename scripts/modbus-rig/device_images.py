@@ -213,6 +213,17 @@ def sdm630(unit):
     im.f32(IR, 0x00E0, "neutral_current", 1.23, "A")
     im.f32(IR, 0x0156, "total_energy", 23778.1, "kWh")   # = import + export, as the document says
     im.f32(IR, 0x0158, "total_reactive_energy", 4567.8, "kvarh")
+    # what volkszaehler/mbmd's SDM reader polls besides (meters/rs485/sdm.go)
+    im.f32(IR, 0x004C, "import_reactive_energy", 4321.5, "kvarh")
+    im.f32(IR, 0x004E, "export_reactive_energy", 246.3, "kvarh")
+    im.f32(IR, 0x0054, "total_power_demand", 7650.2, "W")
+    for i, thd in enumerate([2.31, 2.45, 2.18]):
+        im.f32(IR, 0x00EA + 2 * i, f"voltage_thd_l{i + 1}", thd, "%")
+    im.f32(IR, 0x00F8, "voltage_thd_avg", 2.31, "%")
+    for i, (imp, exp) in enumerate([(8123.4, 101.2), (7234.5, 110.3), (8098.8, 109.9)]):
+        im.f32(IR, 0x015A + 2 * i, f"import_energy_l{i + 1}", imp, "kWh")
+        im.f32(IR, 0x0160 + 2 * i, f"export_energy_l{i + 1}", exp, "kWh")
+        im.f32(IR, 0x0166 + 2 * i, f"total_energy_l{i + 1}", round(imp + exp, 1), "kWh")
     # serial number: holding FC00h (464513), unsigned int32, read only (B+G e-tech SDM630-Modbus MID V2 manual p. 30)
     im.u32(HR, 0xFC00, "serial_number", 20340789)
     # meter code: holding FC02h (464515), 0070h on an SDM630 (Tinkerforge/evse-v2-bricklet software/src/sdm.c)

@@ -189,6 +189,19 @@ test('SunSpec 101-103 persona: the temperatures, vendor state and event words th
   }
 });
 
+test('SDM630 persona: every register volkszaehler/mbmd\'s SDM reader polls (FC04, 2 registers each) answers, none 0x02 (mbmd retries a failed one first on every cycle)', async () => {
+  // meters/rs485/sdm.go: its Opcodes, all read with ReadInputReg and ReadLen 2.
+  const mbmd = [0x00, 0x02, 0x04, 0x06, 0x08, 0x0a, 0x0c, 0x0e, 0x10, 0x34, 0x38, 0x3c, 0x54, 0x15a, 0x15c, 0x15e, 0x48, 0x160, 0x162, 0x164,
+    0x4a, 0x166, 0x168, 0x16a, 0x156, 0x1e, 0x20, 0x22, 0x3e, 0xea, 0xec, 0xee, 0xf8, 0x46];
+  const { unit } = setup(models['eastron-sdm630']!, {});
+  const refused = [];
+  for (const address of mbmd) {
+    const answer = [...(await unit.answer(readPdu(4, address, 2)))!];
+    if (answer[0] !== 4) refused.push(`0x${address.toString(16)}: ${answer.join(',')}`);
+  }
+  assert.equal(refused, []);
+});
+
 test('SDM630 system type at holding 40011 (000Ah): 3.0 (3P4W) unbound, as a WARP charger reads it every cycle; bound, the site\'s', async () => {
   const model = models['eastron-sdm630']!;
   const { at } = setup(model, {});
