@@ -699,7 +699,7 @@ def sunspec_inverter(unit, key="sunspec-103", base=40000, model_id=103, end_leng
     sf_point(16, "frequency", 50.01, -2, "H", "Hz")
     sf_point(18, "apparent_power", 6190 if three else 4020, 0, "h", "VA")
     sf_point(20, "reactive_power", -950 if three else 280, 0, "h", "var")
-    im.put(HR, m + 22, [0x8000]); im.expect("power_factor", None, None, reason="not implemented")
+    im.put(HR, m + 22, [0x8000]); im.expect("power_factor", None, "%" if fixed else None, reason="not implemented")
     sf_point(24, "energy", 12345678 if three else 4567890, 0, "I", "Wh")       # acc32
     sf_point(27, "dc_current", 15.34, -2, "H", "A")
     sf_point(29, "dc_voltage", 412.3, -1, "H", "V")
@@ -931,8 +931,8 @@ SUNSPEC_METER_203_POINTS = [
     ("power_a", "W"), ("power_b", "W"), ("power_c", "W"), ("apparent_power", "VA"),
     ("apparent_power_a", "VA"), ("apparent_power_b", "VA"), ("apparent_power_c", "VA"), ("VA_SF", None),
     ("reactive_power", "var"), ("reactive_power_a", "var"), ("reactive_power_b", "var"),
-    ("reactive_power_c", "var"), ("VAR_SF", None), ("power_factor", None), ("power_factor_a", None),
-    ("power_factor_b", None), ("power_factor_c", None), ("PF_SF", None), ("export_energy", "Wh"),
+    ("reactive_power_c", "var"), ("VAR_SF", None), ("power_factor", "%"), ("power_factor_a", "%"),
+    ("power_factor_b", "%"), ("power_factor_c", "%"), ("PF_SF", None), ("export_energy", "Wh"),
     ("export_energy_a", "Wh"), ("export_energy_b", "Wh"), ("export_energy_c", "Wh"),
     ("import_energy_a", "Wh"), ("import_energy_b", "Wh"), ("import_energy_c", "Wh"),
     ("apparent_energy_export", "VAh"), ("apparent_energy_export_a", "VAh"),

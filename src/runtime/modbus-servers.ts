@@ -81,7 +81,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
         const unit = new PersonaUnit({
           unit: u.unit, model, bind: u.bind ?? {}, write: u.write ?? {}, maxAgeMs: u.max_age ?? 5000,
           stale: u.stale ?? 'silent', capture: u.capture ?? false,
-        }, { shadow: sources.shadow, io: sources.io, clock });
+        }, { shadow: sources.shadow, io: sources.io, clock, unitOf: (device, point) => buses.devices.get(device)?.points.get(point)?.unit });
         for (const source of unit.map.slots.flatMap((s) => s.binding?.sources ?? [])) {
           const device = buses.devices.get(source.device);
           if (device && !device.points.has(source.point)) log.warn({ server: config.id, unit: u.unit, source: `${source.device}.${source.point}` }, `persona source point ${source.device}.${source.point} is not a point of its device's model; the persona stays silent until it has a value`);

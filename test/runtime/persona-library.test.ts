@@ -30,11 +30,12 @@ const float32 = (hi: number, lo: number): number => {
   return v.getFloat32(0);
 };
 
-function setup(model: ModelConfig, extra: Partial<PersonaUnitConfig>) {
+function setup(model: ModelConfig, extra: Partial<PersonaUnitConfig>, units: Record<string, string> = {}) {
   const clock = new FakeClock();
   const shadow = new Shadow({ maxDevices: 8, maxPoints: 64, defaultTtl: 60_000, clock });
   shadow.AddDevice('p1', 'x');
-  const unit = new PersonaUnit({ unit: 1, model, maxAgeMs: 5000, stale: 'silent', bind: {}, ...extra }, { shadow, clock });
+  const unitOf = (device: string, point: string): string | undefined => units[`${device}.${point}`];
+  const unit = new PersonaUnit({ unit: 1, model, maxAgeMs: 5000, stale: 'silent', bind: {}, ...extra }, { shadow, clock, unitOf });
   unit.start();
   const at = (fc: 3 | 4, address: number, count: number) => unit.answer(readPdu(fc, address, count)).then(words);
   return { clock, shadow, unit, at };
@@ -200,6 +201,27 @@ test('SDM630 persona: every register volkszaehler/mbmd\'s SDM reader polls (FC04
     if (answer[0] !== 4) refused.push(`0x${address.toString(16)}: ${answer.join(',')}`);
   }
   assert.equal(refused, []);
+});
+
+test('units converted by the unit table: a meter\'s PF 0.95 (a fraction) is SunSpec\'s 95 %; a source in kW is served in W', async () => {
+  for (const name of ['sunspec-meter-203', 'sunspec-meter-203-213', 'sunspec-inverter-103']) {
+    const model = models[name]!;
+    const pf = model.points.find((p) => p.name === 'power_factor')!;
+    const sf = model.points.find((p) => p.name === pf.scale_factor)!;
+    const power = model.points.find((p) => p.name === (name.startsWith('sunspec-meter') ? 'power' : 'ac_power'))!;
+    const { shadow, at } = setup(model, { bind: { power_factor: 'p1.pf', [power.name]: 'p1.kw' } }, { 'p1.kw': 'kW' });
+    shadow.SetDevicePoints('p1', { pf: 0.95, kw: 1.5 });
+    const exp = int16((await at(3, sf.modbus!.address, 1))[0]!);
+    const raw = int16((await at(3, pf.modbus!.address, 1))[0]!);
+    assert.ok(Math.abs(raw * 10 ** exp - 95) < 1e-9, `${name}: PF ${raw} x 10^${exp}, not 95 %`);
+    const w = model.points.find((p) => p.name === power.scale_factor)!;
+    const wRaw = int16((await at(3, power.modbus!.address, 1))[0]!) * 10 ** int16((await at(3, w.modbus!.address, 1))[0]!);
+    assert.is(wRaw, 1500, `${name}: 1.5 kW served as 1500 W`);
+    // A binding with its own scale is the whole conversion (configs written with "scale": 1000 keep working).
+    const own = setup(model, { bind: { [power.name]: { point: 'p1.kw', scale: 1000 } } }, { 'p1.kw': 'kW' });
+    own.shadow.SetDevicePoints('p1', { kw: 1.5 });
+    assert.is(int16((await own.at(3, power.modbus!.address, 1))[0]!) * 10 ** int16((await own.at(3, w.modbus!.address, 1))[0]!), 1500, `${name}: scale 1000, not twice`);
+  }
 });
 
 test('SDM630 system type at holding 40011 (000Ah): 3.0 (3P4W) unbound, as a WARP charger reads it every cycle; bound, the site\'s', async () => {

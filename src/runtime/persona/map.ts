@@ -15,12 +15,16 @@ export type RegisterTable = 'input' | 'holding';
 export interface Source {
   device: string;
   point: string;
+  /** The source point's value times this is in the persona point's unit (core/unit-convert.ts); absent: 1. */
+  factor?: number;
 }
 
 /** Where a persona point's value comes from: shadow points (summed), times `scale`, or a constant. */
 export interface Binding {
   sources: Source[];
   scale: number;
+  /** The binding gives its own `scale`: that is the whole conversion, no unit is converted besides. */
+  scaled?: boolean;
   constant?: number | string;
 }
 
@@ -128,11 +132,12 @@ export function parseBinding(name: string, spec: unknown): Binding {
     if (typeof o.value !== 'number' && typeof o.value !== 'string') throw new Error(`bind.${name}.value: a number or a text`);
     return { sources: [], scale: 1, constant: o.value };
   }
+  const scaled = typeof o.scale === 'number';
   if (Array.isArray(o.sum)) {
     if (o.sum.length === 0) throw new Error(`bind.${name}.sum: at least one source`);
-    return { sources: o.sum.map(source), scale };
+    return { sources: o.sum.map(source), scale, scaled };
   }
-  return { sources: [source(o.point)], scale };
+  return { sources: [source(o.point)], scale, scaled };
 }
 
 const isRegisterTable = (t: string): t is RegisterTable => t === 'input' || t === 'holding';

@@ -6,6 +6,7 @@
  * monotonic "seen" times: past `max_age` of any bound point the unit is silent (the consumer's
  * meter-loss behaviour), answers 0x0B, or holds the last snapshot, as configured.
  */
+import { unitFactor } from '../../core/unit-convert.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Clock } from '../../core/clock.js';
 import type { DeviceIO } from '../../core/io.js';
@@ -33,6 +34,8 @@ export interface PersonaDeps {
   shadow: Shadow;
   io?: DeviceIO;
   clock: Clock;
+  /** The unit of a source device's point, as its model gives it (undefined: none, or not known). */
+  unitOf?(device: string, point: string): string | undefined;
 }
 
 interface Snapshot {
@@ -70,6 +73,12 @@ export class PersonaUnit {
     const twins = Object.fromEntries(Object.entries(config.model.persona?.same_as ?? {})
       .filter(([, twin]) => config.bind[twin] !== undefined).map(([name, twin]) => [name, config.bind[twin]]));
     this.map = buildMap(config.model, { ...constants, ...twins, ...config.bind }, config.write);
+    // A source in another unit than the persona's point is converted (a meter's PF 0.95 → SunSpec's 95 %, kW → W),
+    // unless the binding gives its own `scale`: then that is the whole conversion (configs written before).
+    for (const slot of this.map.slots) {
+      if (slot.binding?.scaled) continue;
+      for (const source of slot.binding?.sources ?? []) source.factor = unitFactor(deps.unitOf?.(source.device, source.point), slot.point.unit, slot.name);
+    }
     this.sources = this.map.slots.flatMap((s) => s.binding?.sources ?? []);
     this.devices = new Set(this.sources.map((s) => s.device));
     this.capture = config.capture ? new Capture(deps.clock) : null;
@@ -173,7 +182,7 @@ export class PersonaUnit {
     const meaning = slot.point.values ? slot.point.values[String(raw)] : undefined;
     const value = meaning ?? (typeof raw === 'number' ? raw * (slot.point.scale ?? 1) + (slot.point.offset ?? 0) : raw);
     const source = slot.binding!.sources[0]!;
-    await io.writePoints(source.device, [{ name: source.point, value: typeof value === 'number' ? value / slot.binding!.scale : value }]);
+    await io.writePoints(source.device, [{ name: source.point, value: typeof value === 'number' ? value / slot.binding!.scale / (source.factor ?? 1) : value }]);
   }
 
   /** The value of a slot now, in engineering units, or null. */
@@ -186,7 +195,7 @@ export class PersonaUnit {
       let v: unknown;
       try { v = this.deps.shadow.GetDevicePoint(s.device, s.point); } catch { return null; }
       if (typeof v !== 'number') return b.sources.length === 1 && typeof v === 'string' ? v : null;
-      sum += v;
+      sum += v * (s.factor ?? 1);
     }
     return sum * b.scale;
   }
