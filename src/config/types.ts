@@ -276,6 +276,8 @@ export interface ServerUnitConfig {
   write?: Record<string, 'store' | 'forward' | 'reject'>;
   stale?: 'silent' | 'exception' | 'hold';
   capture?: boolean;
+  /** W: a persona's largest power, which sets its SunSpec power scale factors. */
+  rated_power?: number;
 }
 
 interface ServerCommon {

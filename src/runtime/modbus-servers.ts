@@ -80,7 +80,7 @@ export function createModbusServersPart(servers: readonly ServerConfig[], deps: 
         if (!sources || !model) throw new Error(`model "${u.persona}" is not available`);
         const unit = new PersonaUnit({
           unit: u.unit, model, bind: u.bind ?? {}, write: u.write ?? {}, maxAgeMs: u.max_age ?? 5000,
-          stale: u.stale ?? 'silent', capture: u.capture ?? false,
+          stale: u.stale ?? 'silent', capture: u.capture ?? false, ...(u.rated_power === undefined ? {} : { ratedPower: u.rated_power }),
         }, { shadow: sources.shadow, io: sources.io, clock, unitOf: (device, point) => buses.devices.get(device)?.points.get(point)?.unit });
         for (const source of unit.map.slots.flatMap((s) => s.binding?.sources ?? [])) {
           const device = buses.devices.get(source.device);

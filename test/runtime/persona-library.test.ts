@@ -10,7 +10,7 @@ import { validateConfig } from '../../src/config/load.js';
 import type { ModelConfig } from '../../src/config/types.js';
 import { Shadow } from '../../src/core/shadow.js';
 import { decodeRegisters } from '../../src/protocol/modbus/codec.js';
-import { PersonaUnit, type PersonaUnitConfig } from '../../src/runtime/persona/unit.js';
+import { PersonaUnit, powerScaleFactor, type PersonaUnitConfig } from '../../src/runtime/persona/unit.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 
 const models = validateConfig({ gateway: { id: 't', data_dir: '/tmp' } }, { env: {} }).models;
@@ -221,6 +221,22 @@ test('units converted by the unit table: a meter\'s PF 0.95 (a fraction) is SunS
     const own = setup(model, { bind: { [power.name]: { point: 'p1.kw', scale: 1000 } } }, { 'p1.kw': 'kW' });
     own.shadow.SetDevicePoints('p1', { kw: 1.5 });
     assert.is(int16((await own.at(3, power.modbus!.address, 1))[0]!) * 10 ** int16((await own.at(3, w.modbus!.address, 1))[0]!), 1500, `${name}: scale 1000, not twice`);
+  }
+});
+
+test('SunSpec power above 32.7 kW: with rated_power the power scale factors fit the site (50 kW reads 50,000 W); without, W is not implemented', async () => {
+  assert.equal([20_000, 32_767, 50_000, 400_000].map(powerScaleFactor), [0, 0, 1, 2]);
+  for (const [name, power, sf] of [['sunspec-meter-203', 'power', 'W_SF'], ['sunspec-meter-203-213', 'power', 'W_SF'], ['sunspec-inverter-103', 'ac_power', 'w_sf']] as const) {
+    const model = models[name]!;
+    const at = (n: string) => model.points.find((p) => p.name === n)!.modbus!.address;
+    const site = setup(model, { bind: { [power]: 'p1.w' }, ratedPower: 60_000 });
+    site.shadow.SetDevicePoints('p1', { w: 50_000 });
+    const raw = int16((await site.at(3, at(power), 1))[0]!);
+    const exp = int16((await site.at(3, at(sf), 1))[0]!);
+    assert.is(raw * 10 ** exp, 50_000, `${name}: ${raw} x 10^${exp}`);
+    const plain = setup(model, { bind: { [power]: 'p1.w' } });
+    plain.shadow.SetDevicePoints('p1', { w: 50_000 });
+    assert.equal(await plain.at(3, at(power), 1), [0x8000], `${name}: without rated_power 50 kW does not fit W_SF 0`);
   }
 });
 

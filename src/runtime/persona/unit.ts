@@ -28,7 +28,15 @@ export interface PersonaUnitConfig {
   maxAgeMs: number;
   stale: StalePolicy;
   capture?: boolean;
+  /** W: the largest power the site can see; sets the SunSpec power scale factors (powerScaleFactor). */
+  ratedPower?: number;
 }
+
+/** SunSpec scale factors of power quantities (W, VA, var, DC W), as the library's models name them. */
+const POWER_SF = /^(w|va|var|dcw)_sf$/i;
+
+/** The smallest power-of-ten exponent at which `ratedPower` fits a 16-bit signed register (32767). */
+export const powerScaleFactor = (ratedPower: number): number => Math.max(0, Math.ceil(Math.log10(ratedPower / 32_767)));
 
 export interface PersonaDeps {
   shadow: Shadow;
@@ -67,7 +75,10 @@ export class PersonaUnit {
   constructor(private readonly config: PersonaUnitConfig, private readonly deps: PersonaDeps) {
     this.unit = config.unit;
     // The model's constants (marker, IDs, identity, scale factors) unless the unit binds the point itself.
-    const constants = Object.fromEntries(Object.entries(config.model.persona?.constants ?? {}).map(([name, value]) => [name, { value }]));
+    // A rated power above 32.7 kW raises the power scale factors, so W never clips to "not implemented".
+    const ratedSf = config.ratedPower === undefined ? undefined : powerScaleFactor(config.ratedPower);
+    const constants = Object.fromEntries(Object.entries(config.model.persona?.constants ?? {}).map(([name, value]) =>
+      [name, { value: ratedSf !== undefined && POWER_SF.test(name) && typeof value === 'number' ? Math.max(value, ratedSf) : value }]));
     // A point that is the same measurement in a second encoding (SunSpec 213's float W beside 203's W) serves
     // its twin's binding, so one `bind` feeds both; binding the point itself wins.
     const twins = Object.fromEntries(Object.entries(config.model.persona?.same_as ?? {})
