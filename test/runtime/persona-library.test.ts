@@ -240,6 +240,17 @@ test('SunSpec power above 32.7 kW: with rated_power the power scale factors fit 
   }
 });
 
+test('SunSpec personas: DA (common model, 40068) is the unit id the persona answers as; a binding still wins', async () => {
+  for (const name of ['sunspec-meter-203', 'sunspec-inverter-103']) {
+    const model = models[name]!;
+    const da = model.points.find((p) => p.name === 'device_address')!.modbus!.address;
+    const one = new PersonaUnit({ unit: 126, model, maxAgeMs: 5000, stale: 'silent', bind: {} }, { shadow: new Shadow({ maxDevices: 1, maxPoints: 1, defaultTtl: 1000, clock: new FakeClock() }), clock: new FakeClock() });
+    assert.equal(words(await one.answer(readPdu(3, da, 1))), [126], `${name}: DA`);
+    const bound = setup(model, { bind: { device_address: { value: 7 } } });
+    assert.equal(await bound.at(3, da, 1), [7]);
+  }
+});
+
 test('SDM630 system type at holding 40011 (000Ah): 3.0 (3P4W) unbound, as a WARP charger reads it every cycle; bound, the site\'s', async () => {
   const model = models['eastron-sdm630']!;
   const { at } = setup(model, {});

@@ -79,6 +79,8 @@ export class PersonaUnit {
     const ratedSf = config.ratedPower === undefined ? undefined : powerScaleFactor(config.ratedPower);
     const constants = Object.fromEntries(Object.entries(config.model.persona?.constants ?? {}).map(([name, value]) =>
       [name, { value: ratedSf !== undefined && POWER_SF.test(name) && typeof value === 'number' ? Math.max(value, ratedSf) : value }]));
+    // SunSpec's DA (device address) is the unit id the persona answers as, not the model's placeholder 1.
+    if ('device_address' in constants) constants.device_address = { value: config.unit };
     // A point that is the same measurement in a second encoding (SunSpec 213's float W beside 203's W) serves
     // its twin's binding, so one `bind` feeds both; binding the point itself wins.
     const twins = Object.fromEntries(Object.entries(config.model.persona?.same_as ?? {})
