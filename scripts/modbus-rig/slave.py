@@ -30,12 +30,12 @@ class CountingContext(ModbusSlaveContext):
     def __init__(self, unit, *args, serial=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.unit = unit
-        # An Eastron meter's identity (outside the dense tables below): serial number at holding FC00h (uint32)
-        # and meter code at FC02h (0070h, an SDM630's)
-        self.serial = words("I", serial) + [0x0070] if serial is not None else None
+        # An Eastron meter's identity (outside the dense tables below): serial number at holding FC00h (uint32),
+        # meter code at FC02h (0070h, an SDM630's) and software version at FC03h (2 bytes)
+        self.serial = words("I", serial) + [0x0070, 0x0102] if serial is not None else None
 
     def _serial(self, fc_as_hex, address, count):
-        return self.serial is not None and fc_as_hex == 3 and SERIAL_AT <= address and address + count <= SERIAL_AT + 3
+        return self.serial is not None and fc_as_hex == 3 and SERIAL_AT <= address and address + count <= SERIAL_AT + len(self.serial)
 
     def validate(self, fc_as_hex, address, count=1):
         if OPTIONS["count"]:

@@ -70,9 +70,12 @@ test.after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The value text the probe prints for an SDM120 point of the rig's image (its serial number: holding FC00h = 20000000 + unit). */
+/** The rig's Eastron identity at holding FC00h: serial number 20000000 + unit, meter code 0070h, software version 0102h. */
+const IDENTITY: Record<string, (unit: number) => number> = { serial_number: (unit) => 20000000 + unit, meter_code: () => 0x0070, software_version: () => 0x0102 };
+
+/** The value text the probe prints for an SDM120 point of the rig's image. */
 function expectedSdm120(p: LibPoint, unit: number): string {
-  const v = p.modbus.table === 'input' ? IMAGE[p.modbus.address]?.(unit) ?? 0 : p.name === 'serial_number' ? 20000000 + unit : NaN;
+  const v = p.modbus.table === 'input' ? IMAGE[p.modbus.address]?.(unit) ?? 0 : IDENTITY[p.name]?.(unit) ?? NaN;
   return p.unit ? `${v} ${p.unit}` : String(v);
 }
 
@@ -82,7 +85,7 @@ rigTest('--port, no config at all: an SDM120 at unit 1 reads every point with it
   assert.is(r.stderr, '');
   const lines = r.stdout.trimEnd().split('\n');
   const readable = sdm120.points.filter((p) => p.access !== 'W');
-  assert.ok(readable.every((p) => p.modbus.table === 'input' || p.name === 'serial_number'), 'the test expects the SDM120 map in input registers');
+  assert.ok(readable.every((p) => p.modbus.table === 'input' || p.name in IDENTITY), 'the test expects the SDM120 map in input registers and the identity');
   assert.is(lines[0], `unit 1 on ${rig!.master} at 9600 8N1, model eastron-sdm120: ${readable.length} readable points`);
   assert.equal(lines.slice(1, -1).map((l) => l.split(/\s{2,}/)), readable.map((p) => [p.name, expectedSdm120(p, 1)]));
   assert.ok(lines.some((l) => /^voltage +231\.5 V$/.test(l)), 'unit 1 serves 231.5 V');

@@ -236,7 +236,7 @@ rtuTest('library models through the real config loader: an Eastron SDM120 reads,
   const driver = createModbusRtuDriver(config.buses[0]!, resolveDevices(config), context(sink));
   try {
     await driver.start();
-    await waitFor('meter and relay values', () => Object.keys(sink.latest('meter-1')).length === 14 /* 13 measurements (phase_angle, which the SDM120 lacks, removed) + the serial number */ && Object.keys(sink.latest('relays')).length === 9, 5000);
+    await waitFor('meter and relay values', () => Object.keys(sink.latest('meter-1')).length === 16 /* 13 measurements (phase_angle, which the SDM120 lacks, removed) + serial number, meter code, software version */ && Object.keys(sink.latest('relays')).length === 9, 5000);
     const m = sink.latest('meter-1');
     assert.equal([m['voltage'], m['current'], m['active_power'], m['frequency'], m['total_energy'], m['serial_number']], [231.5, 5.25, 1210, 50, 1234.5, 20000001]);
     assert.is(sink.latest('relays')['relay_1'], 1); // the slave starts with coils 0, 3, 6 on
