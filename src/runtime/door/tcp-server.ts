@@ -1,18 +1,14 @@
 /**
  * One Modbus TCP server ("front door"), MBAP or RTU-over-TCP framed: a listener with at most `max_clients` connections, an optional
  * allow-list of client addresses, TCP keepalive and no idle timeout; each connection has its own bus
- * budget and pipeline (connection.ts), every request is answered by the handler.
+ * budget and pipeline (connection.ts), every request is answered by the unit table (unit-table.ts).
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { TcpServerConfig } from '../../config/types.js';
-import type { Clock } from '../../core/clock.js';
-import type { RawModbusAccess } from '../../drivers/types.js';
-import type { Logger } from '../../util/logger.js';
 import type { MbapFrame } from '../../protocol/modbus/mbap.js';
 import { DoorConnection, normalizeAddress } from './connection.js';
 import { mbapFraming, rtuFraming } from './framing.js';
 import { Figures, LATENCY_BOUNDS_S } from './figures.js';
-import type { GeneratedUnit } from './generated-unit.js';
 import { Budget } from './handler.js';
 import { UnitTable, type UnitTableParts } from './unit-table.js';
 
