@@ -20,13 +20,13 @@ import { UnitTable, type UnitAnswer } from './door/unit-table.js';
 import { PersonaUnit } from './persona/unit.js';
 import { describeServerFailure } from './startup-failure.js';
 
-/** What persona units need: the shadow they are served from, the write pipeline, the model library. */
 /**
  * Bus requests a second an RTU server's master may cause: at 9600 baud a line carries about 40 requests a
  * second, so this is no limit on the line's own pace; only the waiting cap (MAX_WAITING_PER_CLIENT) applies.
  */
 const RTU_MASTER_RATE = 1000;
 
+/** What persona units need: the shadow they are served from, the write pipeline, the model library. */
 export interface PersonaSources {
   shadow: Shadow;
   io: DeviceIO;
