@@ -53,6 +53,13 @@ export function kill(child: ChildProcess | null): Promise<void> {
   });
 }
 
+/** A socat pty pair linked at `a` and `b` (stopped by its PID with kill()); resolves once both links exist. */
+export async function socatPair(a: string, b: string): Promise<ChildProcess> {
+  const socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
+  await waitFor('socat links', () => existsSync(a) && existsSync(b), 5000);
+  return socat;
+}
+
 export class Rig {
   readonly dir = mkdtempSync(join(tmpdir(), 'sg-modbus-'));
   readonly master = join(this.dir, 'ttyA');
@@ -71,8 +78,7 @@ export class Rig {
   }
 
   private async startSocat(): Promise<void> {
-    this.socat = spawn('socat', [`pty,raw,echo=0,link=${this.master}`, `pty,raw,echo=0,link=${this.slavePath}`], { stdio: 'ignore' });
-    await waitFor('socat links', () => existsSync(this.master) && existsSync(this.slavePath), 5000);
+    this.socat = await socatPair(this.master, this.slavePath);
   }
 
   private async startSlave(): Promise<void> {

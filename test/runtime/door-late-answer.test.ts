@@ -7,8 +7,7 @@
  * to the client; the late answer is counted (strayAnswers) and dropped. LATE_TRIAL_S sets the window
  * (make test: 15 s; the issue's trial: 60).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,7 +18,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { crc16, crcOk } from '../../src/protocol/modbus/frame.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { freePort, kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
+import { freePort, kill, rigUnavailable, sleep, socatPair, waitFor } from '../drivers/modbus-rig.js';
 import { RawModbusClient, read } from '../helpers/modbus-tcp-client.js';
 import { needs, peerHook } from '../helpers/peers.js';
 
@@ -79,8 +78,7 @@ test.before(peerHook(why, async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-late-'));
   const a = path.join(dir, 'ttyA');
   const b = path.join(dir, 'ttyB');
-  socat = spawn('socat', [`pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`], { stdio: 'ignore' });
-  await waitFor('socat links', () => existsSync(a) && existsSync(b), 5000);
+  socat = await socatPair(a, b);
   line = new SerialPort({ path: b, baudRate: 9600, autoOpen: false });
   await new Promise<void>((resolve, reject) => line.open((err) => (err ? reject(err) : resolve())));
   playSlave(line);

@@ -5,8 +5,7 @@
  * The door's answers must equal the slave's own answers over its TCP port (same datastore) register for
  * register; the persona's must equal the model's encoding of the shadow value.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +14,7 @@ import * as assert from 'uvu/assert';
 import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { kill, Rig, rigUnavailable, waitFor } from '../drivers/modbus-rig.js';
+import { kill, Rig, rigUnavailable, socatPair, waitFor } from '../drivers/modbus-rig.js';
 import { RawModbusClient, read } from '../helpers/modbus-tcp-client.js';
 import { needs, peerHook } from '../helpers/peers.js';
 import { RtuMaster } from '../helpers/rtu-master.js';
@@ -63,8 +62,7 @@ test.before(peerHook(why, async () => {
   await rig.start();
   const inverter = path.join(dir, 'ttyInverter');
   const meterPort = path.join(dir, 'ttyMeter');
-  socat = spawn('socat', [`pty,raw,echo=0,link=${inverter}`, `pty,raw,echo=0,link=${meterPort}`], { stdio: 'ignore' });
-  await waitFor('socat links', () => existsSync(inverter) && existsSync(meterPort), 5000);
+  socat = await socatPair(inverter, meterPort);
   const raw = {
     gateway: { id: 'rtu-door', data_dir: dir, log_level: 'silent' },
     http: { host: '127.0.0.1', port: 0 }, mqtt: { enable: false }, history: { enable: false },
