@@ -5,7 +5,7 @@ Each unit id answers as one device of device_images.py: its registers as its man
 the open-source driver cited) lays them out, with its documented request limit. Like slave.py, but the
 images are devices, not test patterns.
 
-  devices.py --rtu PATH --device sdm630:1,em111:2 [--tcp PORT] [--baud 9600] [--log]
+  devices.py --rtu PATH --device sdm630:1,em111:2 [--tcp PORT] [--baud 9600 --parity N|E|O --stop-bits 1|2] [--log]
   devices.py --describe sdm630:1,em111:2      # the images and their expected points, as JSON
   devices.py --list                           # the image names
 
@@ -118,6 +118,26 @@ for request_class, (_, attr) in GUARDED.items():
     guard(request_class, attr)
 
 
+def tolerate_pty_parity():
+    """pyserial applies the settings again on every timeout change, and serial_asyncio sets timeout 0 right
+    after opening. On a pty the kernel has cleared PARENB of the first apply, so the second one differs and
+    sets it again together with INPCK, which Linux refuses (EINVAL) for odd or even parity: the server then
+    never opens its port. The first apply stands (PARODD is kept, line_relay.py reads it), so a pty's refusal
+    of the second is ignored."""
+    import errno, termios
+    import serial.serialposix as posix
+    original = posix.Serial._reconfigure_port
+
+    def reconfigure(self, force_update=False):
+        try:
+            original(self, force_update)
+        except termios.error as exc:
+            if exc.args[0] != errno.EINVAL or not os.path.realpath(self.portstr).startswith("/dev/pts/"):
+                raise
+
+    posix.Serial._reconfigure_port = reconfigure
+
+
 def parse_devices(spec):
     """`sdm630:1,em111:2` -> [(unit, image)]."""
     out = []
@@ -141,6 +161,8 @@ async def main():
     ap.add_argument("--tcp", type=int)
     ap.add_argument("--device", default="")
     ap.add_argument("--baud", type=int, default=9600)
+    ap.add_argument("--parity", default="N", choices=["N", "E", "O"])
+    ap.add_argument("--stop-bits", type=int, default=1, choices=[1, 2])
     ap.add_argument("--log", action="store_true", help="print every request (REQ lines) on stderr")
     ap.add_argument("--describe", metavar="SPEC", help="print the images of SPEC with their expected points as JSON")
     ap.add_argument("--list", action="store_true")
@@ -170,9 +192,11 @@ async def main():
 
     tasks = []
     if args.rtu:
+        if args.parity != "N":
+            tolerate_pty_parity()
         # ignore_missing_slaves: an unknown unit id gets no answer at all, like on a real RS-485 bus.
         rtu = ModbusSerialServer(context, ModbusRtuFramer, port=args.rtu, baudrate=args.baud, bytesize=8,
-                                 parity="N", stopbits=1, timeout=0.05, ignore_missing_slaves=True)
+                                 parity=args.parity, stopbits=args.stop_bits, timeout=0.05, ignore_missing_slaves=True)
         await rtu.start()
         tasks.append(asyncio.create_task(rtu.serve_forever()))
     if args.tcp:
