@@ -72,6 +72,11 @@ export class Bench {
   }
 
   /** Unit 3's slave process (again): its sequence goes on from a higher base so answers stay ordered. */
+  /** The slaves' pids now (unit 3's changes each time it is started again). */
+  slavePids(): number[] {
+    return [this.slave12?.pid ?? 0, this.slave3?.pid ?? 0];
+  }
+
   async startSlave3(): Promise<number> {
     this.slave3 = await truthSlave(this.p('s3'), '3', 1_000_000 * this.slave3Starts++, this.truth);
     return performance.now();

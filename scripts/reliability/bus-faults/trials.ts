@@ -103,15 +103,18 @@ function offlineByRules(bench: Bench, id: string, since: number, until: number):
 
 /**
  * Back within two cycles: the first report after `since` comes at most two poll intervals later — plus what
- * the machine kept the gateway or the relay from a CPU meanwhile (beside another job; ~0 on a machine at rest).
+ * the machine kept the gateway, the relay or a slave from a CPU meanwhile (beside another job; ~0 at rest).
  */
 async function backWithinTwoCycles(bench: Bench, id: string, since: number): Promise<{ problem?: string; fact: string; at: number }> {
   const poll = pollOf(id);
-  const w0 = cpuWaits(bench);
+  // The answer's path holds the slaves too: a slave just started is a Python process that beside a hog waits
+  // for a CPU before its first answer like the gateway does.
+  const waits = (): number[] => [...cpuWaits(bench), ...bench.slavePids().map((pid) => (pid ? schedOf(pid)?.waitMs ?? 0 : 0))];
+  const w0 = waits();
   let first = null as ReturnType<typeof bench.observer.firstReport>;
   await waitFor(`${id} back`, () => (first = bench.observer.firstReport(id, since)) !== null, SETTLE_MS + 30_000).catch(() => {});
   if (!first) return { problem: `${id} not back after ${(SETTLE_MS + 30_000) / 1000} s`, fact: `${id} not back`, at: performance.now() };
-  const waited = Math.max(0, ...cpuWaits(bench).map((w, i) => w - w0[i]!));
+  const waited = Math.max(0, ...waits().map((w, i) => w - w0[i]!));
   const after = first.at - since;
   const fact = `${id} back ${(after / 1000).toFixed(2)} s (${(after / poll).toFixed(1)} cycles) after`;
   const late = after > 2 * poll + waited;

@@ -161,6 +161,7 @@ export class Poller {
       for (const request of group.requests) {
         if (this.stopped || !device.health.mayPoll(clock.mono())) break;
         const probing = device.health.degraded;
+        const askedAt = clock.mono();
         try {
           const data = await this.bus.enqueue(PRIORITY.poll, (io) =>
             io.request(device.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, device.health.suspect ? 0 : this.options.retries),
@@ -184,7 +185,7 @@ export class Poller {
             device.health.answered(); // the slave is alive; the request is what it refuses
             if (this.stepDown(device, group, request.points.length, error)) break; // replanned: the next cycle uses the new requests
           } else if (!(error instanceof LinkDownError)) {
-            device.health.failed(clock.mono(), this.probeEveryMs(device)); // a closed port says nothing about the slave
+            device.health.failed(clock.mono(), this.probeEveryMs(device), askedAt); // a closed port says nothing about the slave
           }
           if (probing || device.health.degraded) {
             if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (probed once per probe period)');
