@@ -8,6 +8,7 @@ import type { Lifecycle } from '../core/lifecycle.js';
 import type { Value } from '../core/types.js';
 import type { BusConfig, ResolvedDevice } from '../config/types.js';
 import type { Logger } from '../util/logger.js';
+import type { BusDoctorIo } from './modbus/doctor/bus-io.js';
 
 export type RawValue = number | string | boolean;
 
@@ -52,6 +53,8 @@ export interface Driver extends Lifecycle {
   probe?(device: ResolvedDevice): Promise<{ values: Record<string, RawValue>; errors: Record<string, string> }>;
   /** Unit ids answering on this bus (Modbus), through the running bus's own queue. */
   scan?(from: number, to: number): Promise<number[]>;
+  /** The bus doctor's line through this bus's own queue, between its polls (Modbus); its settings are the bus's. */
+  doctorIo?(): BusDoctorIo;
   /**
    * A real read of these points now (readPoint, rule-9 read-back). Resolves with raw values and does NOT
    * report them to the sink itself: the caller does. Absent when the driver cannot read actively.

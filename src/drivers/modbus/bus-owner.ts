@@ -11,8 +11,9 @@ import { GatewayError } from '../../core/errors.js';
 import { CycleOrder, type CycleTag } from '../../protocol/modbus/cycle-order.js';
 import type { Logger } from '../../util/logger.js';
 import { loopLook } from '../../util/loop-look.js';
+import type { Exchange } from './doctor/types.js';
 import { classify, type ClassifiedError } from './errors.js';
-import type { ModbusTransport, WireRequest } from './transport.js';
+import { WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
 
 export const PRIORITY = { write: 0, read: 1, poll: 2 } as const;
 
@@ -71,6 +72,12 @@ export interface BusIo {
    * expects, not a fault of the line (a scan of ids 1–10 with two devices showed "Timeouts 8" on a healthy bus).
    */
   probe(unit: number, req: WireRequest): Promise<number[] | boolean[] | undefined>;
+  /**
+   * One request of the bus doctor, given as its PDU, no retry: its outcome as the doctor sees it (an answer's
+   * PDU, an exception, garbage, silence). Counted as a scan probe, as `probe`: a doctor asking every id and
+   * function is not a fault of the line. Throws only when the link is down or cannot send raw requests.
+   */
+  ask(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<Exchange>;
 }
 
 interface QueuedJob {
@@ -112,6 +119,7 @@ export class BusOwner {
       // once() throws the classified failure; its caller gets the gateway's error, as from request() (a scan
       // took a unit answering its probe with an exception for a unit not there).
       probe: (unit, req) => this.once(unit, req, true).catch((c: ClassifiedError) => { throw c.error; }),
+      ask: (unit, pdu, timeoutMs) => this.ask(unit, pdu, timeoutMs),
     };
     transport.onLost((reason) => {
       if (this.stopped) return;
@@ -303,6 +311,28 @@ export class BusOwner {
         }
       }
       throw c;
+    } finally {
+      this.lastFrameEnd = performance.now();
+    }
+  }
+
+  private async ask(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<Exchange> {
+    const where = `${this.options.busId} (${this.transport.label})`;
+    if (!this.transport.exchange) throw new GatewayError('DRIVER_ERROR', `${where}: this link cannot send raw requests`);
+    if (!this.transport.isOpen()) throw new LinkDownError(`${where}: link is not open (reopening in the background)`);
+    loopLook();
+    await this.silence();
+    this.totals.scanProbes++;
+    try {
+      const answer = await this.transport.exchange(unit, pdu, timeoutMs);
+      this.consecutiveTimeouts = 0;
+      return answer;
+    } catch (err) {
+      if (!(err instanceof WireTimeout || err instanceof WireGarbled)) throw classify(err, unit, where).error;
+      if (err instanceof WireTimeout) this.totals.scanUnanswered++;
+      // What may still come of it must not be taken for the next request's answer.
+      await this.transport.drain(Math.max(this.options.silenceMs * 2, 15), this.options.drainMaxMs);
+      return err instanceof WireTimeout ? { kind: 'silence' } : { kind: 'garbage', bytes: err.bytes ?? 1 };
     } finally {
       this.lastFrameEnd = performance.now();
     }

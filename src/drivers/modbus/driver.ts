@@ -14,6 +14,7 @@ import { ModbusExceptionError } from './errors.js';
 import { Poller } from './poller.js';
 import { READ_FC, type ModbusTransport } from './transport.js';
 import { scanUnits } from './link.js';
+import { busDoctorIo } from './doctor/bus-io.js';
 import { executeWrites, planWrites } from './writer.js';
 import { placeSunspecPoints, walkSunspec } from './sunspec.js';
 import { RawImage } from './raw-image.js';
@@ -214,6 +215,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     },
 
     scan: (from, to) => scanUnits(owner, from, to),
+    doctorIo: () => busDoctorIo(owner, transport.kind, parts.owner.timeoutMs),
 
     async read(deviceId: string, names: readonly string[]): Promise<Record<string, RawValue>> {
       const d = device(deviceId);

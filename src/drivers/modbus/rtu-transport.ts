@@ -13,9 +13,12 @@ import { GatewayError } from '../../core/errors.js';
 import { decodeAnswer, encodeRequestInto } from '../../protocol/modbus/client-pdu.js';
 import { crc16, MAX_FRAME } from '../../protocol/modbus/frame.js';
 import { RtuLine } from './rtu-line.js';
-import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RtuOptions, type WireRequest } from './transport.js';
+import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RawAnswer, type RtuOptions, type WireRequest } from './transport.js';
 
 type Answer = number[] | boolean[] | undefined;
+
+/** The bytes a refusal of the line names (`12 bytes, then 50 ms of silence: …`), else 1: something came. */
+const bytesIn = (reason: string): number => Number(/(\d+) bytes/.exec(reason)?.[1] ?? 1);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -48,6 +51,9 @@ export class RtuTransport implements ModbusTransport {
   private outstanding = false;
   private unit = 0;
   private req: WireRequest | null = null;
+  /** The outstanding request is a raw exchange (`exchange`): its answer is handed back as a PDU, not decoded. */
+  private raw = false;
+  private rawAnswer: RawAnswer | null = null;
   private sentAt = 0;
   private timeoutMs = 0;
   private resolve: (data: Answer) => void = () => {};
@@ -159,11 +165,44 @@ export class RtuTransport implements ModbusTransport {
     frame[end + 1] = crc >> 8;
     this.unit = unit;
     this.req = req;
+    this.raw = false;
     this.timeoutMs = timeoutMs;
     line.answerWaitMs = timeoutMs;
     return new Promise<Answer>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
+      this.outstanding = true;
+      this.sentAt = performance.now();
+      this.timer = setTimeout(this.onTimeout, timeoutMs);
+      line.send(frame, end + 2);
+    });
+  }
+
+  /**
+   * One request given as its PDU (the bus doctor's FC 17 and FC 43/14 among others). The line cuts the answer by
+   * the function code's length and checks its unit and CRC as for any request; the PDU comes back undecoded.
+   */
+  exchange(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<RawAnswer> {
+    const line = this.line;
+    if (!line || !this.isOpen()) return Promise.reject(new Error(`${this.label} is not open`));
+    if (this.outstanding) return Promise.reject(new Error(`${this.label}: a request is still outstanding`));
+    if (pdu.length < 1 || pdu.length > MAX_FRAME - 3) return Promise.reject(new Error(`a request PDU of ${pdu.length} bytes does not fit a frame`));
+    const frame = this.frame;
+    frame[0] = unit;
+    frame.set(pdu, 1);
+    const end = 1 + pdu.length;
+    const crc = crc16(frame, 0, end);
+    frame[end] = crc & 0xff;
+    frame[end + 1] = crc >> 8;
+    this.unit = unit;
+    this.req = null;
+    this.raw = true;
+    this.rawAnswer = null;
+    this.timeoutMs = timeoutMs;
+    line.answerWaitMs = timeoutMs;
+    return new Promise<RawAnswer>((resolve, reject) => {
+      this.resolve = () => resolve(this.rawAnswer!);
+      this.reject = (err) => reject(err instanceof WireGarbled && err.bytes === undefined ? new WireGarbled(err.message, bytesIn(err.message)) : err);
       this.outstanding = true;
       this.sentAt = performance.now();
       this.timer = setTimeout(this.onTimeout, timeoutMs);
@@ -186,6 +225,12 @@ export class RtuTransport implements ModbusTransport {
 
   /** The line's answer to the outstanding request: unit, function and CRC are checked; the rest is checked here. */
   private readonly onAnswer = (buf: Uint8Array, start: number, end: number, more: boolean): boolean => {
+    if (this.raw && this.outstanding) {
+      const pdu = buf.slice(start + 1, end - 2);
+      this.rawAnswer = pdu[0]! & 0x80 ? { kind: 'exception', code: pdu[1] ?? 0 } : { kind: 'answer', pdu };
+      this.settle(null);
+      return true;
+    }
     const req = this.req;
     if (!this.outstanding || !req || !this.line) return true;
     const rtt = performance.now() - this.sentAt;

@@ -12,7 +12,7 @@ import { connect, type Socket } from 'node:net';
 import { decodeAnswer, encodeRequest } from '../../protocol/modbus/client-pdu.js';
 import { encodeMbap, MbapParser, type MbapFrame } from '../../protocol/modbus/mbap.js';
 import { TransactionIds } from '../../protocol/modbus/transaction-ids.js';
-import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
+import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RawAnswer, type WireRequest } from './transport.js';
 
 /** Timed-out ids still waiting for their answer; at this many the connection is renewed to free them all. */
 export const MAX_UNANSWERED = 256;
@@ -20,7 +20,9 @@ export const MAX_UNANSWERED = 256;
 interface Outstanding {
   tid: number;
   unit: number;
-  req: WireRequest;
+  /** null: a raw exchange, whose answer goes to `raw` undecoded. */
+  req: WireRequest | null;
+  raw?: (answer: RawAnswer) => void;
   resolve: (data: number[] | boolean[] | undefined) => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
@@ -96,25 +98,33 @@ export class TcpTransport implements ModbusTransport {
   }
 
   request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined> {
+    return new Promise((resolve, reject) => this.send(unit, encodeRequest(req), timeoutMs, { req, resolve, reject }));
+  }
+
+  /** One request given as its PDU (the bus doctor's FC 17, FC 43/14): the answer's PDU comes back undecoded. */
+  exchange(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<RawAnswer> {
+    return new Promise((resolve, reject) => this.send(unit, pdu, timeoutMs, { req: null, raw: resolve, resolve: () => {}, reject }));
+  }
+
+  private send(unit: number, pdu: Uint8Array, timeoutMs: number, o: Pick<Outstanding, 'req' | 'raw' | 'resolve' | 'reject'>): void {
+    const { reject } = o;
     const socket = this.socket;
-    if (!socket || !this.isOpen()) return Promise.reject(new Error(`${this.label} is not open`));
+    if (!socket || !this.isOpen()) return reject(new Error(`${this.label} is not open`));
     // The bus owner sends one request at a time; a second one here would be a bug above, not a device fault.
-    if (this.outstanding) return Promise.reject(new Error(`${this.label}: a request is still outstanding`));
+    if (this.outstanding) return reject(new Error(`${this.label}: a request is still outstanding`));
     const tid = this.ids.next();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (this.outstanding?.tid !== tid) return;
-        this.outstanding = null;
-        this.ids.timedOut(tid);
-        reject(new WireTimeout(timeoutMs));
-        if (this.ids.pending >= MAX_UNANSWERED) {
-          this.markLost(socket, `${MAX_UNANSWERED} answers never came; a new connection frees their transaction ids`);
-          socket.destroy();
-        }
-      }, timeoutMs);
-      this.outstanding = { tid, unit, req, resolve, reject, timer };
-      socket.write(encodeMbap(tid, unit, encodeRequest(req)));
-    });
+    const timer = setTimeout(() => {
+      if (this.outstanding?.tid !== tid) return;
+      this.outstanding = null;
+      this.ids.timedOut(tid);
+      reject(new WireTimeout(timeoutMs));
+      if (this.ids.pending >= MAX_UNANSWERED) {
+        this.markLost(socket, `${MAX_UNANSWERED} answers never came; a new connection frees their transaction ids`);
+        socket.destroy();
+      }
+    }, timeoutMs);
+    this.outstanding = { tid, unit, req: o.req, raw: o.raw, resolve: o.resolve, reject, timer };
+    socket.write(encodeMbap(tid, unit, pdu));
   }
 
   async drain(quietMs: number): Promise<void> {
@@ -157,6 +167,14 @@ export class TcpTransport implements ModbusTransport {
     }
     if (frame.unit !== o.unit) {
       this.settle(null, new WireGarbled(`the answer to transaction ${frame.tid} names unit ${frame.unit}, not ${o.unit}`));
+      return;
+    }
+    if (!o.req) {
+      const pdu = frame.pdu;
+      this.outstanding = null;
+      clearTimeout(o.timer);
+      if (pdu.length < 1) o.reject(new WireGarbled('an empty answer', 0));
+      else o.raw?.(pdu[0]! & 0x80 ? { kind: 'exception', code: pdu[1] ?? 0 } : { kind: 'answer', pdu });
       return;
     }
     const answer = decodeAnswer(o.req, frame.pdu);

@@ -13,6 +13,9 @@ export type WireRequest = RawRequest;
 
 export const READ_FC: Record<ModbusTable, 1 | 2 | 3 | 4> = { coil: 1, discrete: 2, holding: 3, input: 4 };
 
+/** A raw exchange's outcome (ModbusTransport.exchange): a valid frame from the unit asked. */
+export type RawAnswer = { kind: 'answer'; pdu: Uint8Array } | { kind: 'exception'; code: number };
+
 export interface ModbusTransport {
   readonly kind: 'rtu' | 'tcp';
   /** `/dev/ttyUSB0` or `192.168.1.50:502`, for messages and metrics. */
@@ -24,6 +27,12 @@ export interface ModbusTransport {
   onLost(fn: (reason: string) => void): void;
   /** One request/response; resolves with registers (FC3/4) or bits (FC1/2, sliced to count). */
   request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined>;
+  /**
+   * One request given as its PDU (function code first), for what `request` does not decode (FC 17, FC 43/14:
+   * the bus doctor). Resolves with the answer's PDU or the exception's code; rejects as `request` does
+   * (WireTimeout, WireGarbled, a closed link). Absent on a link that cannot send one.
+   */
+  exchange?(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<RawAnswer>;
   /** After a timeout: wait until the line is quiet, then drop half-received bytes (late answers). */
   drain(quietMs: number, maxMs: number): Promise<void>;
   /** When the last byte was heard on the line from anyone (performance.now()); 0 when the link cannot tell (TCP). */
@@ -68,7 +77,8 @@ export class WireTimeout extends Error {
  * coming, so the timeout is not waited out), or an answer that followed another frame (someone else's).
  */
 export class WireGarbled extends Error {
-  constructor(message: string) {
+  /** `bytes`: how many came back, when the link can tell (the bus doctor reports it). */
+  constructor(message: string, readonly bytes?: number) {
     super(message);
     this.name = 'WireGarbled';
   }

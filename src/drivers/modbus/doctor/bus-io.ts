@@ -1,0 +1,35 @@
+/**
+ * The doctor's line through a configured bus's owner (`POST /api/v1/buses/<id>/doctor`): every request is a
+ * job of its own at the on-demand read priority, so the bus's polls go on between them and keep their share
+ * (bus-owner.ts ON_DEMAND_IN_A_ROW), and each is a scan probe (BusIo.ask), not one of the bus's timeouts or
+ * exceptions. The settings are the bus's own; each request waits at most the bus's timeout, as a scan does.
+ */
+import { GatewayError } from '../../../core/errors.js';
+import { PRIORITY, type BusOwner } from '../bus-owner.js';
+import type { DoctorIo, Exchange } from './types.js';
+
+/** Bytes on the wire around a PDU: RTU adds the unit and the CRC, Modbus TCP the MBAP header. */
+const FRAMING = { rtu: 3, tcp: 7 } as const;
+
+export interface BusDoctorIo extends DoctorIo {
+  /** Further requests fail at once (the run was stopped: the gateway stops, or the bus was removed). */
+  close(): void;
+}
+
+export function busDoctorIo(owner: BusOwner, link: 'rtu' | 'tcp', timeoutMs: number): BusDoctorIo {
+  let sent = 0;
+  let closed = false;
+  return {
+    async ask(unit: number, pdu: Uint8Array): Promise<Exchange> {
+      if (closed) throw new GatewayError('DRIVER_ERROR', 'the bus doctor was stopped');
+      return owner.enqueue(PRIORITY.read, (io) => {
+        sent += pdu.length + FRAMING[link];
+        return io.ask(unit, pdu, timeoutMs);
+      });
+    },
+    sentBytes: () => sent,
+    close() {
+      closed = true;
+    },
+  };
+}
