@@ -8,6 +8,7 @@ import { ConfigError } from '../config/load.js';
 import { badRequest } from '../core/errors.js';
 import type { AuthChecker } from './auth.js';
 import type { ApiContext, ApiRequest, ConfigService, RouteKit, SystemService } from './context.js';
+import { mountDoctorRoutes } from './doctor-routes.js';
 import { mountLifecycleRoutes, mountUpdateRoutes } from './lifecycle-routes.js';
 import { requireText } from './params.js';
 import { redactConfig, restoreSecrets } from './redact.js';
@@ -75,6 +76,7 @@ export function mountConfigRoutes(ctx: ApiContext, kit: RouteKit, auth: AuthChec
   if (ctx.system) mountSystem(ctx.system, kit);
   if (ctx.lifecycle) mountLifecycleRoutes(ctx.lifecycle, kit);
   if (ctx.updates) mountUpdateRoutes(ctx.updates, kit);
+  if (ctx.doctor) mountDoctorRoutes(ctx.doctor, kit);
   // The console asks once what the token it holds may do.
   kit.route('GET', '/auth', 'read', (req) => ({ tokens: auth.enabled, canWrite: auth.canWrite(req) }));
 }

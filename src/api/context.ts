@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Polka, Request } from 'polka';
 import type { GatewayConfig } from '../config/types.js';
 import type { DeviceIO } from '../core/io.js';
+import type { DoctorOptions } from '../drivers/modbus/doctor/types.js';
 import type { ProbePoint, ProbeSummary } from '../core/point-report.js';
 import type { Shadow } from '../core/shadow.js';
 import type { Value } from '../core/types.js';
@@ -121,6 +122,18 @@ export interface UpdateService {
   check(): Promise<Record<string, unknown> | undefined>;
 }
 
+/**
+ * The bus doctor on running buses (src/runtime/doctor-service.ts implements it). A refusal throws an error with
+ * `status`: 400 (a setting the bus does not run at, a bus that is not Modbus), 404 (unknown bus), 409 (a run is
+ * under way on that bus, or the bus is not running).
+ */
+export interface BusDoctor {
+  /** Starts a run and returns it at once (`state: "running"`). */
+  begin(busId: string, options: DoctorOptions): unknown;
+  /** The bus's current or last run (progress, then the report), or null when none was started. */
+  status(busId: string): unknown;
+}
+
 export interface ApiContext {
   shadow: Shadow;
   io: DeviceIO;
@@ -132,6 +145,7 @@ export interface ApiContext {
   system?: SystemService;
   lifecycle?: LifecycleService;
   updates?: UpdateService;
+  doctor?: BusDoctor;
   /** Extra routes (history) mounted by the lead; use `kit.route` to get auth, body limit and the envelope. */
   extraRoutes?: (app: ApiApp, kit: RouteKit) => void;
 }
