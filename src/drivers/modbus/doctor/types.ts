@@ -96,6 +96,13 @@ export interface DoctorIo {
   ask(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<Exchange>;
   /** Bytes sent so far. */
   sentBytes(): number;
+  /** The adapter handed our own request back before the answer (stripped from what ask returns). Absent: not known. */
+  echo?(): boolean;
+  /**
+   * Units whose valid frame came while another unit was asked: an answer later than its own ask waited
+   * (a slow device at a short scan timeout). Absent: not known.
+   */
+  lateUnits?(): number[];
 }
 
 /** The doctor's options, the CLI's flags and the REST body alike (`auto` tries the common settings). */

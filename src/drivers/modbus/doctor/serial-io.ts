@@ -1,0 +1,83 @@
+/**
+ * The doctor's line over a serial port it opens itself at one setting (`shadowgate doctor --port`): one
+ * RTU request at a time, its answer collected until it is whole or the deadline passes (collect.ts judges
+ * the bytes: echo, late frames from other units, garbage). The CLI opens one per setting tried; the running
+ * gateway's buses go through their owner instead (REST), never through this.
+ */
+import { SerialPort } from 'serialport';
+import { crc16, MAX_FRAME } from '../../../protocol/modbus/frame.js';
+import { judgeAnswer } from './collect.js';
+import type { DoctorIo, Exchange, LineSettings } from './types.js';
+
+export interface SerialDoctorIo extends DoctorIo {
+  close(): Promise<void>;
+}
+
+/** The RTU frame of `pdu` to `unit`: address, PDU, CRC low byte first. */
+export function rtuFrame(unit: number, pdu: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(pdu.length + 3);
+  frame[0] = unit;
+  frame.set(pdu, 1);
+  const crc = crc16(frame, 0, pdu.length + 1);
+  frame[pdu.length + 1] = crc & 0xff;
+  frame[pdu.length + 2] = crc >> 8;
+  return frame;
+}
+
+/** Opens `path` at `settings`; rejects with the port's own error (a lock held by the gateway says "Cannot lock port"). */
+export async function openSerialDoctorIo(path: string, settings: LineSettings): Promise<SerialDoctorIo> {
+  const port = new SerialPort({
+    path, baudRate: settings.baud_rate, parity: settings.parity, stopBits: settings.stop_bits, dataBits: settings.data_bits, autoOpen: false,
+  });
+  await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));
+  // Room for an echo and the longest answer, and what a wrong baud makes of them (up to 12 times as many).
+  const rx = new Uint8Array(16 * MAX_FRAME);
+  let rxEnd = 0;
+  let onBytes: (() => void) | null = null;
+  let sent = 0;
+  let echoed = false;
+  const late = new Set<number>();
+  port.on('data', (chunk: Buffer) => {
+    const n = Math.min(chunk.length, rx.length - rxEnd);
+    rx.set(chunk.subarray(0, n), rxEnd);
+    rxEnd += n;
+    onBytes?.();
+  });
+  port.on('error', () => {}); // a write's own callback reports it; a read error ends in silence
+
+  const ask = (unit: number, pdu: Uint8Array, timeoutMs: number): Promise<Exchange> => new Promise<Exchange>((resolve, reject) => {
+    const frame = rtuFrame(unit, pdu);
+    rxEnd = 0; // what came before this request (a late answer already given up on) is not its answer
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (final: boolean): void => {
+      const judged = judgeAnswer(frame, rx, rxEnd, final);
+      if (!judged.exchange) return;
+      clearTimeout(timer);
+      onBytes = null;
+      if (judged.echo) echoed = true;
+      for (const u of judged.late) late.add(u);
+      resolve(judged.exchange);
+    };
+    onBytes = () => settle(false);
+    sent += frame.length;
+    port.write(Buffer.from(frame), (err) => {
+      if (!err) return;
+      clearTimeout(timer);
+      onBytes = null;
+      reject(err);
+    });
+    timer = setTimeout(() => settle(true), timeoutMs);
+  });
+
+  return {
+    ask,
+    sentBytes: () => sent,
+    echo: () => echoed,
+    lateUnits: () => [...late].sort((a, b) => a - b),
+    close: () => new Promise<void>((resolve) => {
+      onBytes = null;
+      if (!port.isOpen) return resolve();
+      port.close(() => resolve());
+    }),
+  };
+}
