@@ -36,6 +36,9 @@ const USAGE = `usage: shadowgate <command> [options]
                              one-off Modbus I/O without the daemon (stop the gateway first on RTU)
   probe --bus ID | --port DEV [--baud 9600 --parity none --stop-bits 1]  --unit N --model NAME [--json]
                              read every point of a device once, with units; flag implausible values
+  doctor --port DEV [--baud auto|N --parity auto|none|even|odd --stop-bits auto|1|2] [--from 1 --to 247] [--json]
+                             find a line's serial settings, every unit on it and which library model each one is;
+                             --listen SECONDS: only listen to another master's traffic (sends nothing)
   hash-password [--password P]  print a password_hash for mqtt.users (reads the password from stdin)
   update FILE.raucb [--timeout SECONDS]
                              SD image: install an A/B system update bundle and follow the install (docs/deploy.md)
@@ -234,6 +237,26 @@ async function run(file: string): Promise<number> {
   });
 }
 
+/**
+ * A progress line on stderr: rewritten in place on a terminal; elsewhere (a log, a pipe) one line per phase
+ * and at most one every 2 s, so a scan of 247 units does not print 247 lines.
+ */
+function progressLine(): (line: string) => void {
+  let lastPhase = '';
+  let lastAt = 0;
+  return (line) => {
+    if (process.stderr.isTTY) {
+      process.stderr.write(`\r${line.slice(0, (process.stderr.columns || 80) - 1)}\x1b[K`);
+      return;
+    }
+    const phase = line.slice(0, line.indexOf(']') + 1);
+    if (phase === lastPhase && Date.now() - lastAt < 2000) return;
+    lastPhase = phase;
+    lastAt = Date.now();
+    process.stderr.write(`${line}\n`);
+  };
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const { values, positionals } = parseArgs({
@@ -267,6 +290,10 @@ export async function main(argv: string[]): Promise<number> {
         loadConfig: async (f) => (await loadOrExplain(f ?? process.env.SHADOWGATE_CONFIG ?? DEFAULT_CONFIG))?.config,
         checkers: CHECKERS,
       }, (line) => process.stdout.write(`${line}\n`), (line) => process.stderr.write(`${line}\n`));
+    }
+    case 'doctor': {
+      const { runDoctorCommand } = await import('./cli/doctor.js');
+      return runDoctorCommand(rest, { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`), progress: progressLine() });
     }
     case 'hash-password':
       return runHashPassword(rest, (line) => process.stdout.write(`${line}\n`));

@@ -45,11 +45,13 @@ export const serialOnly = (e: ConfigError): boolean => e.problems.every((p) => /
  * The error for a link that did not open. A port locked by another process is, on a gateway, the running
  * service that owns the bus: say so and point to what works while it runs.
  */
-export function openFailure(link: string, lastError: string | null, what: 'scan' | 'probe' | 'read' | 'write'): string {
+export function openFailure(link: string, lastError: string | null, what: 'scan' | 'probe' | 'read' | 'write' | 'doctor'): string {
   if (!/cannot lock port|resource temporarily unavailable/i.test(lastError ?? '')) return `cannot open ${link}: ${String(lastError)}`;
   const instead = what === 'scan'
     ? 'scan from the console instead (Devices → Add a device → pick the bus → Scan the bus; REST: POST /api/v1/bus/scan?id=BUS)'
-    : what === 'probe'
+    : what === 'doctor'
+      ? 'run the doctor on the bus from the REST API instead (POST /api/v1/buses/<id>/doctor)'
+      : what === 'probe'
       ? 'read the device from the console instead (Devices → Add a device → Test read; REST: POST /api/v1/device/testRead)'
       : 'use the REST API of the running gateway instead (docs/rest.md)';
   return `${link} is held by another program — on a gateway, the running shadowgate service, which owns the bus and locks its port; `
