@@ -133,6 +133,8 @@ export interface ModbusRtuBusConfig extends BusConfig, ModbusBusCommon {
   parity: 'none' | 'even' | 'odd';
   data_bits: 7 | 8;
   stop_bits: 1 | 2;
+  /** The adapter hands back what the gateway sends: true drops our own bytes, "auto" turns that on when seen (schema default false). */
+  echo: boolean | 'auto';
 }
 
 export interface ModbusTcpBusConfig extends BusConfig, ModbusBusCommon {

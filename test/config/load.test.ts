@@ -81,7 +81,7 @@ test('defaults inside optional blocks and per-driver bus defaults', () => {
   assert.equal(config.export.shadow.http, { url: 'http://x/y', timeout: 5000, queue_max: 100 });
   assert.equal(config.export.shadow.file, { path: '/tmp/s.json', mode: 'snapshot', max_size: 10 * 1024 * 1024 });
   assert.equal(config.buses[0], {
-    id: 'rtu', driver: 'modbus-rtu', port: '/dev/ttyAMA0', baud_rate: 9600, parity: 'none', data_bits: 8, stop_bits: 1,
+    id: 'rtu', driver: 'modbus-rtu', port: '/dev/ttyAMA0', baud_rate: 9600, parity: 'none', data_bits: 8, stop_bits: 1, echo: false,
     timeout: 300, retries: 1, max_registers: 125, max_gap: 'auto',
   });
   assert.equal(config.buses[1], { id: 'tcp', driver: 'modbus-tcp', host: '10.0.0.5', port: 502, timeout: 1000, retries: 1, max_registers: 125, max_gap: 'auto' });

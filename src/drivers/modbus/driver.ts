@@ -68,6 +68,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     ...(tuning.oneOff ? { reopenAfterTimeouts: Infinity } : {}),
     onOpen: () => poller.linkUp(), // called from start(), after the poller exists
   });
+  // An echoing adapter is worth one line in the journal: a write's copy is taken for its answer until `echo` is set.
+  transport.onEcho?.((note) => log.warn({ link: transport.label }, note));
   const health = { ...DEFAULT_HEALTH, ...tuning.health };
   const devices = new Map<string, CompiledDevice>();
   /** The resolved config each compiled device came from: the same object on setDevices means unchanged. */

@@ -25,7 +25,7 @@ export interface ModbusLink {
 const configError = (bus: BusConfig, message: string): GatewayError => new GatewayError('CONFIG_INVALID', `bus ${bus.id}: ${message}`);
 
 export function rtuOptions(bus: ModbusRtuBusConfig): RtuOptions {
-  return { path: bus.port, baudRate: bus.baud_rate, parity: bus.parity, dataBits: bus.data_bits, stopBits: bus.stop_bits };
+  return { path: bus.port, baudRate: bus.baud_rate, parity: bus.parity, dataBits: bus.data_bits, stopBits: bus.stop_bits, echo: bus.echo };
 }
 
 const maxGapOf = (bus: ModbusRtuBusConfig | ModbusTcpBusConfig): 'auto' | number => (typeof bus.max_gap === 'number' ? bus.max_gap : 'auto');

@@ -25,6 +25,9 @@ export class RtuLine extends RtuReader {
   answerWaitMs = 300;
   /** A request held back because the line was not free when it was sent. */
   private heldTimer: NodeJS.Timeout | undefined;
+  /** When our last request went out, and how many bytes of a copy of it were heard after its transaction. */
+  private sentAt = -Infinity;
+  private copied = 0;
 
   constructor(options: RtuOptions, binding?: LineBinding) {
     super(options, binding);
@@ -53,6 +56,8 @@ export class RtuLine extends RtuReader {
       return;
     }
     this.listener.reset();
+    this.sentAt = performance.now();
+    this.copied = 0;
     this.begin(frame, length);
   }
 
@@ -80,7 +85,33 @@ export class RtuLine extends RtuReader {
   }
 
   protected override heard(bytes: Buffer, at: number): void {
+    if (this.ownCopy(bytes, at)) return;
     this.listener.heard(bytes, at, this.answerWaitMs);
+  }
+
+  /**
+   * Whether `bytes`, heard after our transaction, are (so far) a copy of our request, once, within its answer
+   * window: the adapter's echo that came late, or an FC 5/6 slave's answer after an echo taken for it (echo
+   * off). Ours, not another master's request — which would mark the line shared and hold it. A copy that
+   * turns out to be something else after all is heard whole, its first bytes included.
+   */
+  private ownCopy(bytes: Buffer, at: number): boolean {
+    const sent = this.sentLength;
+    if (this.copied >= sent || at - this.sentAt > this.answerWaitMs) return false;
+    const fits = this.copied + bytes.length <= sent && bytes.every((b, k) => b === this.sent[this.copied + k]);
+    if (fits) {
+      this.copied += bytes.length;
+      if (this.copied === sent) this.copied = Infinity; // once per request
+      return true;
+    }
+    if (this.copied > 0) {
+      const head = Buffer.from(this.sent.subarray(0, this.copied));
+      this.copied = Infinity;
+      this.listener.heard(Buffer.concat([head, bytes]), at, this.answerWaitMs);
+      return true;
+    }
+    this.copied = Infinity;
+    return false;
   }
 
   protected override ownLate(bytes: Uint8Array, at: number): boolean {

@@ -15,7 +15,7 @@
 import { EventEmitter } from 'node:events';
 import { readSync, writeSync } from 'node:fs';
 import { SerialPort } from 'serialport';
-import { crcOk, expectedResponseLength, NEED_MORE, UNKNOWN } from '../../protocol/modbus/frame.js';
+import { crcOk, expectedResponseLength, MAX_FRAME, NEED_MORE, UNKNOWN } from '../../protocol/modbus/frame.js';
 import { charMs, silenceMs } from '../../protocol/modbus/wire-cost.js';
 import { endsWithFrame } from './line-listener.js';
 import type { RtuOptions } from './transport.js';
@@ -51,6 +51,22 @@ export abstract class RtuReader extends EventEmitter {
   onAnswer: (buf: Uint8Array, start: number, end: number, more: boolean) => boolean | void = () => {};
   /** Told when what came cannot be the current transaction's answer. */
   onRefused: (reason: string) => void = () => {};
+  /** Told once when bytes identical to our request came back right after it: the adapter echoes (`echo: "auto"` turns it on). */
+  onEcho: (note: string) => void = () => {};
+  /**
+   * The adapter hands back what we send (bus option `echo`): the first bytes of a transaction that equal our
+   * request are ours and are dropped before the answer is looked for — also an FC 5/6 request's copy, which
+   * is byte for byte the answer. Off, an exact copy of a request whose answer cannot look like it (a read) is
+   * still dropped as ours, never taken for another master's frame; `auto` turns echo on when that happens.
+   */
+  echo: boolean;
+  private readonly echoAuto: boolean;
+  /** Our request of the current transaction (copied: the caller may write its next one meanwhile). */
+  protected readonly sent = new Uint8Array(MAX_FRAME);
+  protected sentLength = 0;
+  /** Its copy may still be at `from`: not looked past yet. */
+  private echoPending = false;
+  private echoTold = false;
 
   private port: BoundPort | null = null;
   private closing = false;
@@ -94,6 +110,8 @@ export abstract class RtuReader extends EventEmitter {
     this.t35 = silenceMs(options.baudRate);
     this.charMs = charMs(options.baudRate);
     this.frameGapMs = Math.max(50, Math.ceil(4 * this.t35));
+    this.echo = options.echo === true;
+    this.echoAuto = options.echo === 'auto';
   }
 
   /** Bytes heard outside our own transactions, read at `at`. */
@@ -140,6 +158,9 @@ export abstract class RtuReader extends EventEmitter {
     this.badCrc = false;
     this.unit = frame[0]!;
     this.fc = frame[1]!;
+    this.sent.set(frame.subarray(0, length));
+    this.sentLength = length;
+    this.echoPending = true;
     this.put(frame, 0, length);
   }
 
@@ -331,6 +352,7 @@ export abstract class RtuReader extends EventEmitter {
     const rx = this.rx;
     const end = this.rxLen;
     this.restMs = 0;
+    if (this.echoPending && this.skipEcho() === 'part') return; // the rest of our copy is on its way
     let waiting = -1;
     for (let i = this.from; i + 1 < end; i++) {
       if (rx[i] !== this.unit || (rx[i + 1] !== this.fc && rx[i + 1] !== (this.fc | 0x80))) continue;
@@ -348,6 +370,35 @@ export abstract class RtuReader extends EventEmitter {
       if (waiting >= 0 && i + length !== end) return; // an earlier header still waits for its bytes
       return this.answer(i, length);
     }
+  }
+
+  /**
+   * Whether what came first in the transaction is the copy of our request: `part` while it may still become
+   * one; `whole` once dropped (`from` is moved past it); `no` when it is not, or is taken as the answer (an
+   * FC 5/6 copy with echo off: then the slave's own copy comes after, and is heard as ours, rtu-line.ts).
+   */
+  private skipEcho(): 'whole' | 'part' | 'no' {
+    const length = this.sentLength;
+    const have = Math.min(this.rxLen - this.from, length);
+    for (let k = 0; k < have; k++) {
+      if (this.rx[this.from + k] !== this.sent[k]) {
+        this.echoPending = false;
+        return 'no';
+      }
+    }
+    if (have < length) return 'part';
+    this.echoPending = false;
+    // FC 5, 6 and 8 are answered with a copy of the request: without echo on, the copy is the answer.
+    if (!this.echo && (this.fc === 5 || this.fc === 6 || this.fc === 8)) return 'no';
+    this.from += length;
+    if (!this.echo && this.echoAuto) {
+      this.echo = true;
+      this.onEcho(`${this.options.path}: the adapter hands back what the gateway sends (a converter without echo suppression): echo is on, our own bytes are dropped`);
+    } else if (!this.echo && !this.echoTold) {
+      this.echoTold = true;
+      this.onEcho(`${this.options.path}: the adapter hands back what the gateway sends: its copies of reads are dropped, but set "echo": true on this bus, or a write's copy is taken for the slave's answer`);
+    }
+    return 'whole';
   }
 
   private answer(i: number, length: number): void {

@@ -61,6 +61,9 @@ export class RtuTransport implements ModbusTransport {
   private timer: NodeJS.Timeout | undefined;
   /** Late answers recognised by lines closed since (each open builds a fresh line). */
   private lateBefore = 0;
+  /** The adapter was seen handing back our own bytes (told once). */
+  private echoSeen = false;
+  private echoHandler: (note: string) => void = () => {};
 
   constructor(private readonly options: RtuOptions) {
     this.label = options.path;
@@ -74,7 +77,9 @@ export class RtuTransport implements ModbusTransport {
 
   async open(): Promise<void> {
     await this.close();
-    const line = new RtuLine(this.options);
+    // Echo seen on a line before (`auto`) stays on for the next one: it is the adapter's, not the open's.
+    const line = new RtuLine(this.options.echo === 'auto' && this.echoSeen ? { ...this.options, echo: true } : this.options);
+    line.onEcho = this.onEchoSeen;
     line.on('error', (err: Error) => this.markLost(line, `error: ${err.message}`));
     line.on('close', () => this.markLost(line, 'closed'));
     line.onAnswer = this.onAnswer;
@@ -120,6 +125,26 @@ export class RtuTransport implements ModbusTransport {
   onLost(fn: (reason: string) => void): void {
     this.lostHandler = fn;
   }
+
+  onEcho(fn: (note: string) => void): void {
+    this.echoHandler = fn;
+  }
+
+  /** Whether another master was heard on the line lately (rtu-line.ts SHARED_LINE_MS). */
+  shared(): boolean {
+    return this.line?.shared() ?? false;
+  }
+
+  /** Whether the adapter hands back our own bytes: configured so (`echo: true`), or seen (also with echo off). */
+  echoes(): boolean {
+    return this.options.echo === true || this.echoSeen;
+  }
+
+  private readonly onEchoSeen = (note: string): void => {
+    if (this.echoSeen) return;
+    this.echoSeen = true;
+    this.echoHandler(note);
+  };
 
   present(): boolean {
     return existsSync(this.options.path);

@@ -25,6 +25,8 @@ export interface ModbusTransport {
   isOpen(): boolean;
   /** Called once when an open link goes away by itself (unplug, peer close, I/O error). */
   onLost(fn: (reason: string) => void): void;
+  /** Called once when the link sees its adapter hand back what it sent (an RS-485 converter without echo suppression). */
+  onEcho?(fn: (note: string) => void): void;
   /** One request/response; resolves with registers (FC3/4) or bits (FC1/2, sliced to count). */
   request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined>;
   /**
@@ -61,6 +63,8 @@ export interface RtuOptions {
   parity: 'none' | 'even' | 'odd';
   dataBits: 5 | 6 | 7 | 8;
   stopBits: 1 | 2;
+  /** The adapter hands back what we send (bus option `echo`): our own bytes are dropped; `auto`: turned on when seen. */
+  echo?: boolean | 'auto';
 }
 
 /** No answer within the request's timeout. */
