@@ -245,6 +245,11 @@ function progressLine(): (line: string) => void {
   let lastPhase = '';
   let lastAt = 0;
   return (line) => {
+    // '' ends the progress: a terminal's line is cleared so the report starts on a clean one.
+    if (line === '') {
+      if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
+      return;
+    }
     if (process.stderr.isTTY) {
       process.stderr.write(`\r${line.slice(0, (process.stderr.columns || 80) - 1)}\x1b[K`);
       return;

@@ -138,11 +138,13 @@ export async function runDoctorCommand(args: readonly string[], output: DoctorOu
       });
       report = await runDoctor({ open }, options, models, progress);
     }
+    output.progress?.('');
     if (json) output.out(JSON.stringify(report));
     else for (const line of formatDoctor(report)) output.out(line);
     return report.units.length > 0 || (options.listenS > 0 && report.line !== null) ? 0 : 1;
   } catch (e) {
     const message = (e as Error).message;
+    output.progress?.('');
     if (json) output.out(JSON.stringify({ error: message }));
     output.err(`error: ${message}`);
     return 1;
