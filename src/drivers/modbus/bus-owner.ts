@@ -15,7 +15,14 @@ import type { Exchange } from './doctor/types.js';
 import { classify, type ClassifiedError } from './errors.js';
 import { WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
 
-export const PRIORITY = { write: 0, read: 1, poll: 2 } as const;
+/**
+ * `background`: work that may take the line only when nothing else waits (the bus doctor on a running bus),
+ * so polls keep their rate; after BACKGROUND_MAX_WAIT_MS of waiting a job goes as an on-demand read would.
+ */
+export const PRIORITY = { write: 0, read: 1, poll: 2, background: 3 } as const;
+
+/** How long a background job waits for a free line before it goes ahead anyway (a line the polls fill). */
+export const BACKGROUND_MAX_WAIT_MS = 1000;
 
 /**
  * Writes and on-demand reads waiting at most on one bus. A client firing requests faster than a 9600-baud
@@ -87,13 +94,15 @@ interface QueuedJob {
   run: (io: BusIo) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** Background jobs only: when it was queued (performance.now()). */
+  queuedAt: number;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class BusOwner {
-  private readonly queues: QueuedJob[][] = [[], [], []];
+  private readonly queues: QueuedJob[][] = [[], [], [], []];
   private readonly order = new CycleOrder();
   private busy = false;
   private stopped = true;
@@ -179,7 +188,8 @@ export class BusOwner {
     }
     return new Promise<T>((resolve, reject) => {
       const order = priority === PRIORITY.poll ? tag ?? this.order.now() : undefined;
-      this.queues[priority]!.push({ priority, tag: order, run, resolve: resolve as (v: unknown) => void, reject });
+      const queuedAt = priority === PRIORITY.background ? performance.now() : 0;
+      this.queues[priority]!.push({ priority, tag: order, run, resolve: resolve as (v: unknown) => void, reject, queuedAt });
       void this.pump();
     });
   }
@@ -198,13 +208,27 @@ export class BusOwner {
     this.idle = new Promise((resolve) => (this.markIdle = resolve));
     try {
       let sincePoll = 0;
+      let afterPoll = false;
       for (;;) {
         // Writes, then on-demand reads, then polls — but after ON_DEMAND_IN_A_ROW on-demand jobs a waiting
         // poll goes next, so polls keep a third of the line however hard clients push (issue 11 item 2).
         const polls = this.queues[PRIORITY.poll]!;
         const onDemand = this.queues[PRIORITY.write]!.length > 0 ? this.queues[PRIORITY.write]! : this.queues[PRIORITY.read]!;
-        const job = onDemand.length > 0 && (sincePoll < ON_DEMAND_IN_A_ROW || polls.length === 0) ? onDemand.shift() : this.nextPoll();
+        const background = this.queues[PRIORITY.background]!;
+        const overdue = background.length > 0 && performance.now() - background[0]!.queuedAt >= BACKGROUND_MAX_WAIT_MS;
+        let job = onDemand.length > 0 && (sincePoll < ON_DEMAND_IN_A_ROW || polls.length === 0) ? onDemand.shift()
+          : overdue && sincePoll < ON_DEMAND_IN_A_ROW ? background.shift() : this.nextPoll();
+        if (!job && background.length > 0) {
+          // Not between a cycle's requests: a turn lets the cycle just served queue its next one first.
+          if (afterPoll) {
+            afterPoll = false;
+            await nextTurn();
+            continue;
+          }
+          job = background.shift();
+        }
         if (!job) break;
+        afterPoll = job.priority === PRIORITY.poll;
         sincePoll = job.priority === PRIORITY.poll ? 0 : sincePoll + 1;
         try {
           job.resolve(await job.run(this.io));
