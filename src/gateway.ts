@@ -43,6 +43,8 @@ import { mountHomeAssistant } from './api/homeassistant-routes.js';
 import { createLifecycle } from './runtime/backup-service.js';
 import { lastLifecycle, type LifecycleStatus } from './runtime/lifecycle.js';
 import { createUpdates } from './runtime/update-service.js';
+import { DoctorService } from './runtime/doctor-service.js';
+import { busDoctorRun } from './runtime/doctor-run.js';
 import { RAUC_SYSTEM_CONF } from './store/update-status.js';
 import { makeDir } from './util/make-dir.js';
 
@@ -171,6 +173,11 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       flushHistory: () => history.flush(),
       ...(opts.restart ? { restart: opts.restart } : {}), ...(lastLife ? { status: lastLife } : {}),
     });
+    // The bus doctor's runs go through the buses' owners: adopted here, it stops before them.
+    const doctor = new DoctorService({
+      drivers: buses.drivers, buses: () => manager.running().buses, run: busDoctorRun(() => Object.values(manager.running().models)), clock, log: log.child({ part: 'doctor' }),
+    });
+    parts.adopt(doctor);
     const updates = createUpdates({ dataDir, systemConf: opts.raucSystemConf ?? RAUC_SYSTEM_CONF, version, clock, log: log.child({ part: 'update' }) });
     const system = createSystem({
       buses, dataDir, clock, version, log,
@@ -191,7 +198,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
     const http = await parts.start(createHttpPart({
       host: config.http.host, port: config.http.port,
       api: {
-        shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle, updates,
+        shadow, io, http: config.http, log: log.child({ part: 'http' }), config: manager, system, lifecycle, updates, doctor,
         // The history store opens after ready: what these show of it (figures, damage repaired) waits for that.
         health: async () => {
           await history.opened();

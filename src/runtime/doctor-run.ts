@@ -1,0 +1,21 @@
+/**
+ * The doctor's core (drivers/modbus/doctor/doctor.ts) on a configured bus: the line as it is, no settings
+ * search, the running config's models (library and inline) as the candidates.
+ */
+import type { ModelConfig } from '../config/types.js';
+import { runDoctor } from '../drivers/modbus/doctor/doctor.js';
+import type { LineSettings } from '../drivers/modbus/doctor/types.js';
+import type { DoctorRun } from './doctor-service.js';
+
+/**
+ * A Modbus TCP bus has no serial settings; the core times its waits from a setting, which the bus's own
+ * timeout replaces anyway (doctor/bus-io.ts), so any will do. The report's `line` is then null: there is none.
+ */
+const TCP_NOMINAL: LineSettings = { baud_rate: 115_200, parity: 'none', data_bits: 8, stop_bits: 1 };
+
+export function busDoctorRun(models: () => readonly ModelConfig[]): DoctorRun {
+  return async (io, line, options, onProgress) => {
+    const report = await runDoctor({ io, settings: line ?? TCP_NOMINAL }, options, models(), onProgress);
+    return line ? report : { ...report, line: null };
+  };
+}
