@@ -11,16 +11,24 @@ import { Buses } from './views/buses.js';
 import { Config } from './views/config.js';
 import { Device } from './views/device.js';
 import { Devices } from './views/devices.js';
+import { Doctor } from './views/doctor.js';
 import { HomeAssistant } from './views/homeassistant.js';
 import { System } from './views/system.js';
 
-const route = () => location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+/** `#/add/x?bus=b` → ['add', 'x'] and the query (the doctor's "Add" fills the form from it). */
+const route = () => {
+  const [path, query = ''] = location.hash.replace(/^#\/?/, '').split('?');
+  const parts = /** @type {string[] & { query: URLSearchParams }} */ (path.split('/').map(decodeURIComponent));
+  parts.query = new URLSearchParams(query);
+  return parts;
+};
 
 function View({ parts }) {
   const [page, arg] = parts;
   switch (page) {
     case 'device': return html`<${Device} id=${arg} />`;
-    case 'add': return html`<${AddDevice} key=${arg ?? 'new'} editId=${arg} />`;
+    case 'add': return html`<${AddDevice} key=${`${arg ?? 'new'}?${parts.query}`} editId=${arg} prefill=${Object.fromEntries(parts.query)} />`;
+    case 'doctor': return html`<${Doctor} key=${arg ?? ''} busId=${arg} />`;
     case 'buses': return html`<${Buses} />`;
     case 'bus': return html`<${BusEdit} key=${arg ?? 'new'} editId=${arg} />`;
     case 'config': return html`<${Config} />`;
@@ -30,7 +38,7 @@ function View({ parts }) {
   }
 }
 
-const NAV = [['', 'Devices'], ['buses', 'Buses'], ['add', 'Add device'], ['config', 'Configuration'], ['homeassistant', 'Home Assistant'], ['system', 'System']];
+const NAV = [['', 'Devices'], ['buses', 'Buses'], ['doctor', 'Bus doctor'], ['add', 'Add device'], ['config', 'Configuration'], ['homeassistant', 'Home Assistant'], ['system', 'System']];
 
 function App() {
   const s = useStore();

@@ -11,6 +11,12 @@ function valueText(p) {
   return p.unit && typeof p.value === 'number' ? `${p.value} ${p.unit}` : String(p.value);
 }
 
+/** A new device from the doctor's find: `eastron-sdm630` at unit 3 is `sdm630-3`. */
+function prefillDevice({ bus = '', unit = '', model = '' }) {
+  const name = model ? model.split('-').slice(1).join('-') || model : 'device';
+  return { id: unit ? `${name}-${unit}` : '', bus, model, unit_id: unit === '' ? '' : Number(unit) };
+}
+
 /** The test read point by point, as `shadowgate probe` shows it: value with unit, a flag on each implausible one. */
 function ProbeTable({ probe }) {
   const s = probe.summary;
@@ -25,13 +31,19 @@ function ProbeTable({ probe }) {
     </tbody></table></div></div>`;
 }
 
-export function AddDevice({ editId }) {
+/**
+ * `prefill` (`#/add?bus=&unit=&model=`, the bus doctor's "Add"): a new device with these, its id made from the
+ * model and the unit.
+ * @param {{ editId?: string, prefill?: { bus?: string, unit?: string, model?: string } }} props
+ */
+export function AddDevice({ editId, prefill = {} }) {
   const editing = editId ? state.config.get(editId) : undefined;
+  const seed = editing ?? (prefill.bus || prefill.model ? prefillDevice(prefill) : undefined);
   const [buses, setBuses] = useState([]);
   const [models, setModels] = useState([]);
   const [form, setForm] = useState(() => ({
-    id: editId ?? '', bus: editing?.bus ?? '', model: editing?.model ?? '', unit_id: editing?.unit_id ?? '',
-    poll: editing?.poll ?? '5s', ttl: editing?.ttl ?? '', description: editing?.description ?? '',
+    id: editId ?? seed?.id ?? '', bus: seed?.bus ?? '', model: seed?.model ?? '', unit_id: seed?.unit_id ?? '',
+    poll: seed?.poll ?? '5s', ttl: seed?.ttl ?? '', description: seed?.description ?? '',
   }));
   const [search, setSearch] = useState('');
   const [scan, setScan] = useState(null);

@@ -68,7 +68,8 @@ export function Buses() {
         return html`<article class="card" key=${b.id}>
           <h2>${b.id} <small>${b.driver}${b.port ? ` · ${b.port}` : ''}${b.baud_rate ? ` · ${b.baud_rate} baud` : ''}${b.host ? ` · ${b.host}:${b.port}` : ''}</small>
             <span class=${`badge ${b.running ? 'state-Online' : 'state-Offline'}`}>${b.running ? 'running' : 'stopped'}</span>
-            <a class="small" href=${`#/bus/${encodeURIComponent(b.id)}`}>Edit</a></h2>
+            <a class="small" href=${`#/bus/${encodeURIComponent(b.id)}`}>Edit</a>
+            ${(b.driver === 'modbus-rtu' || b.driver === 'modbus-tcp') && html`<a class="small" href=${`#/doctor/${encodeURIComponent(b.id)}`}>Bus doctor</a>`}</h2>
           ${b.error && html`<p class="error">${b.error}</p>`}
           <dl class="figures">
             <div><dt>Requests/s</dt><dd>${num(rates[b.id], 1)}</dd></div>
