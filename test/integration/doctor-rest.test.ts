@@ -3,7 +3,7 @@
  * SDM630, an XY-MD02, a Waveshare relay; scripts/modbus-rig/devices.py) while the gateway polls the XY-MD02.
  * `POST /api/v1/buses/rs485/doctor` finds the three units, each with its model, and the polled device keeps
  * at least 90% of its request rate meanwhile (bus stats: the doctor's requests are scan probes, not requests).
- * A second POST while it runs is 409; a bad body 400.
+ * A second POST while it runs is 409; a bad body 400. The same units over Modbus TCP.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -22,6 +22,8 @@ let g: DeviceGateway | undefined;
 
 test.before(peerHook(why, async () => {
   g = await startDeviceGateway('sdm630:1,xy-md02:2,ws-relay:3', (rig, dir) => deviceRigConfig(dir, rig, {
+    // The same devices over Modbus TCP (devices.py serves both): the doctor runs there too, with no serial settings.
+    buses: [{ id: 'rs485', driver: 'modbus-rtu', port: rig.master, baud_rate: 9600 }, { id: 'plc', driver: 'modbus-tcp', host: '127.0.0.1', port: rig.tcpPort }],
     devices: [{ id: 'climate', model: 'xy-md02', bus: 'rs485', unit_id: 2, poll: '200ms' }],
   }));
 }));
@@ -95,6 +97,18 @@ rigTest('a bad body is 400 naming the field, and no run starts', async () => {
   const unknown = await post({ units: [1] });
   assert.is(unknown.status, 400);
   assert.match(unknown.body.errorMsg, /^unknown field: units/);
+});
+
+rigTest('on a Modbus TCP bus the doctor finds the same units (raw exchanges by transaction id), with no serial line', async () => {
+  const started = await call<Job>(g!.gw.httpPort, '/api/v1/buses/plc/doctor', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"to":5}' });
+  assert.is(started.status, 202, JSON.stringify(started.body));
+  const done = await waitFor(async () => {
+    const job = (await call<Job>(g!.gw.httpPort, '/api/v1/buses/plc/doctor')).body.data;
+    return job.state !== 'running' && job;
+  }, 60_000, 'the doctor run on TCP');
+  assert.is(done.state, 'done', done.error ?? '');
+  assert.equal(done.report!.units.map((u) => [u.unit, u.candidates[0]?.model]), [[1, 'eastron-sdm630'], [2, 'xy-md02'], [3, 'waveshare-modbus-rtu-relay']]);
+  assert.is(done.report!.line, null);
 });
 
 test.run();
