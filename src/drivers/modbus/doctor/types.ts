@@ -53,7 +53,10 @@ export interface TrafficUnit {
   answered: number;
   exceptions: number;
   unanswered: number;
-  /** The last register values seen in answers, by address (FC 3/4: words; FC 1/2: 0/1). */
+  /**
+   * The last register values seen in answers, by function code and address, `"<fc>:<address>"` (`"3:100"`,
+   * `"4:100"`: a unit's holding and input register 100 are two registers) — FC 3/4: words; FC 1/2: 0/1.
+   */
   last_values: Record<string, number>;
 }
 
