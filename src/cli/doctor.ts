@@ -5,16 +5,15 @@
  * the report to stdout (text, or JSON with --json). Exit codes: 0 a unit answered (or, listening, a valid
  * frame was heard), 1 nothing did or the port did not open, 2 usage error.
  */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, validateConfig } from '../config/load.js';
 import { readModelLibrary } from '../config/models.js';
 import type { ModelConfig } from '../config/types.js';
 import { runDoctor } from '../drivers/modbus/doctor/doctor.js';
+import { listenLine } from '../drivers/modbus/doctor/listen.js';
 import { openSerialDoctorIo } from '../drivers/modbus/doctor/serial-io.js';
-import { describeSetting } from '../drivers/modbus/doctor/settings.js';
-import type { DoctorOptions, DoctorProgress, DoctorReport, LineSettings, TrafficUnit } from '../drivers/modbus/doctor/types.js';
+import { candidateSettings, describeSetting } from '../drivers/modbus/doctor/settings.js';
+import type { DoctorOptions, DoctorProgress, DoctorReport, LineSettings } from '../drivers/modbus/doctor/types.js';
 import { openFailure } from './serial-port.js';
 
 export const DOCTOR_USAGE = `usage: shadowgate doctor --port /dev/ttyUSB0 [--baud auto|N] [--parity auto|none|even|odd] [--stop-bits auto|1|2]
@@ -26,10 +25,6 @@ const FLAGS = {
   port: { type: 'string' }, baud: { type: 'string' }, parity: { type: 'string' }, 'stop-bits': { type: 'string' },
   from: { type: 'string' }, to: { type: 'string' }, listen: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
 } as const;
-
-/** listen.ts's entry (written beside this command): passive listening at the candidate settings. */
-type ListenLine = (path: string, candidates: LineSettings[], seconds: number, onProgress?: (p: DoctorProgress) => void) => Promise<{ line: LineSettings | null; traffic: TrafficUnit[]; hints: string[] }>;
-const LISTEN_MODULE = new URL('../drivers/modbus/doctor/listen.ts', import.meta.url);
 
 export interface DoctorOutput {
   out(line: string): void;
@@ -101,14 +96,7 @@ export function formatDoctor(report: DoctorReport): string[] {
 }
 
 async function listen(port: string, options: DoctorOptions, progress: (p: DoctorProgress) => void): Promise<DoctorReport> {
-  // listen.ts is written beside this command; until it is there, listening is said to be unavailable.
-  if (!existsSync(fileURLToPath(LISTEN_MODULE)) && !existsSync(fileURLToPath(LISTEN_MODULE).replace(/\.ts$/, '.js'))) {
-    throw new Error('listening (--listen) is not available in this build');
-  }
   const started = performance.now();
-  const { candidateSettings } = await import('../drivers/modbus/doctor/settings.js');
-  const specifier = '../drivers/modbus/doctor/listen.js';
-  const { listenLine } = (await import(specifier)) as { listenLine: ListenLine };
   const heard = await listenLine(port, candidateSettings(options), options.listenS, progress);
   return {
     line: heard.line && { ...heard.line, echo: false }, units: [], traffic: heard.traffic, hints: heard.hints, sent_bytes: 0,

@@ -217,7 +217,7 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     },
 
     scan: (from, to) => scanUnits(owner, from, to),
-    doctorIo: () => busDoctorIo(owner, transport.kind, parts.owner.timeoutMs),
+    doctorIo: () => busDoctorIo(owner, transport.kind, parts.owner.timeoutMs, () => transport.echoes?.() ?? false),
 
     async read(deviceId: string, names: readonly string[]): Promise<Record<string, RawValue>> {
       const d = device(deviceId);

@@ -27,6 +27,8 @@ export interface ModbusTransport {
   onLost(fn: (reason: string) => void): void;
   /** Called once when the link sees its adapter hand back what it sent (an RS-485 converter without echo suppression). */
   onEcho?(fn: (note: string) => void): void;
+  /** Whether the adapter hands back our own bytes: configured so, or seen (RTU; the bus doctor reports it). */
+  echoes?(): boolean;
   /** One request/response; resolves with registers (FC3/4) or bits (FC1/2, sliced to count). */
   request(unit: number, req: WireRequest, timeoutMs: number): Promise<number[] | boolean[] | undefined>;
   /**

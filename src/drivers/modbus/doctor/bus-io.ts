@@ -17,7 +17,8 @@ export interface BusDoctorIo extends DoctorIo {
   close(): void;
 }
 
-export function busDoctorIo(owner: BusOwner, link: 'rtu' | 'tcp', timeoutMs: number): BusDoctorIo {
+/** `echoes`: whether the bus's adapter hands back our bytes (the transport's, seen or configured). */
+export function busDoctorIo(owner: BusOwner, link: 'rtu' | 'tcp', timeoutMs: number, echoes: () => boolean = () => false): BusDoctorIo {
   let sent = 0;
   let closed = false;
   return {
@@ -29,6 +30,7 @@ export function busDoctorIo(owner: BusOwner, link: 'rtu' | 'tcp', timeoutMs: num
       });
     },
     sentBytes: () => sent,
+    echo: echoes,
     close() {
       closed = true;
     },
