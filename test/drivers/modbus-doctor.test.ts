@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { libraryModels } from '../../src/cli/doctor.js';
 import { judgeAnswer } from '../../src/drivers/modbus/doctor/collect.js';
 import { runDoctor } from '../../src/drivers/modbus/doctor/doctor.js';
-import { rtuFrame } from '../../src/drivers/modbus/doctor/serial-io.js';
+import { rtuFrame } from '../../src/protocol/modbus/frame.js';
 import { answerTimeoutMs, candidateSettings, describeSetting } from '../../src/drivers/modbus/doctor/settings.js';
 import type { DoctorIo, DoctorOptions, Exchange } from '../../src/drivers/modbus/doctor/types.js';
 import { decodeRequest } from '../../src/protocol/modbus/pdu.js';

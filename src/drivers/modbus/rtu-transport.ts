@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { GatewayError } from '../../core/errors.js';
 import { decodeAnswer, encodeRequestInto } from '../../protocol/modbus/client-pdu.js';
-import { crc16, MAX_FRAME } from '../../protocol/modbus/frame.js';
+import { MAX_FRAME, sealRtu } from '../../protocol/modbus/frame.js';
 import { RtuLine } from './rtu-line.js';
 import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RawAnswer, type RtuOptions, type WireRequest } from './transport.js';
 
@@ -184,10 +184,7 @@ export class RtuTransport implements ModbusTransport {
     if (this.outstanding) return Promise.reject(new Error(`${this.label}: a request is still outstanding`));
     const frame = this.frame;
     frame[0] = unit;
-    const end = encodeRequestInto(req, frame, 1);
-    const crc = crc16(frame, 0, end);
-    frame[end] = crc & 0xff;
-    frame[end + 1] = crc >> 8;
+    const length = sealRtu(frame, encodeRequestInto(req, frame, 1));
     this.unit = unit;
     this.req = req;
     this.raw = false;
@@ -199,7 +196,7 @@ export class RtuTransport implements ModbusTransport {
       this.outstanding = true;
       this.sentAt = performance.now();
       this.timer = setTimeout(this.onTimeout, timeoutMs);
-      line.send(frame, end + 2);
+      line.send(frame, length);
     });
   }
 
@@ -215,10 +212,7 @@ export class RtuTransport implements ModbusTransport {
     const frame = this.frame;
     frame[0] = unit;
     frame.set(pdu, 1);
-    const end = 1 + pdu.length;
-    const crc = crc16(frame, 0, end);
-    frame[end] = crc & 0xff;
-    frame[end + 1] = crc >> 8;
+    const length = sealRtu(frame, 1 + pdu.length);
     this.unit = unit;
     this.req = null;
     this.raw = true;
@@ -231,7 +225,7 @@ export class RtuTransport implements ModbusTransport {
       this.outstanding = true;
       this.sentAt = performance.now();
       this.timer = setTimeout(this.onTimeout, timeoutMs);
-      line.send(frame, end + 2);
+      line.send(frame, length);
     });
   }
 

@@ -6,7 +6,7 @@
  * would; the splitter then finds the next good frame again.
  */
 import { MbapParser, encodeMbap, type MbapFrame, type MbapResult } from '../../protocol/modbus/mbap.js';
-import { crc16, FrameSplitter } from '../../protocol/modbus/frame.js';
+import { FrameSplitter, rtuFrame } from '../../protocol/modbus/frame.js';
 
 export type FramingName = 'mbap' | 'rtu';
 
@@ -50,12 +50,4 @@ export function rtuFraming(now: () => number, onDiscard: (bytes: number) => void
 }
 
 /** unit + PDU + CRC (low byte first). */
-export function encodeRtu(_tid: number, unit: number, pdu: Uint8Array): Uint8Array {
-  const out = new Uint8Array(pdu.length + 3);
-  out[0] = unit;
-  out.set(pdu, 1);
-  const crc = crc16(out, 0, pdu.length + 1);
-  out[pdu.length + 1] = crc & 0xff;
-  out[pdu.length + 2] = crc >> 8;
-  return out;
-}
+export const encodeRtu = (_tid: number, unit: number, pdu: Uint8Array): Uint8Array => rtuFrame(unit, pdu);

@@ -11,7 +11,7 @@
 import { SerialPort } from 'serialport';
 import type { RtuServerConfig } from '../../config/types.js';
 import type { Clock } from '../../core/clock.js';
-import { crc16, FrameSplitter } from '../../protocol/modbus/frame.js';
+import { FrameSplitter, sealRtu } from '../../protocol/modbus/frame.js';
 import { silenceMs } from '../../protocol/modbus/wire-cost.js';
 import type { Logger } from '../../util/logger.js';
 import type { UnitAnswer } from '../door/unit-table.js';
@@ -188,9 +188,7 @@ export class RtuPersonaSlave {
     const frame = Buffer.allocUnsafe(out.length + 3);
     frame[0] = unit;
     frame.set(out, 1);
-    const crc = crc16(frame, 0, out.length + 1);
-    frame[out.length + 1] = crc & 0xff;
-    frame[out.length + 2] = crc >> 8;
+    sealRtu(frame, out.length + 1);
     // Never before t3.5 after the request's last byte: the master must see the request's end first.
     // (A timer may fire up to a millisecond early against the monotonic clock: checked again until due.)
     const due = at + this.t35;

@@ -5,23 +5,12 @@
  * gateway's buses go through their owner instead (REST), never through this.
  */
 import { SerialPort } from 'serialport';
-import { crc16, MAX_FRAME } from '../../../protocol/modbus/frame.js';
+import { MAX_FRAME, rtuFrame } from '../../../protocol/modbus/frame.js';
 import { judgeAnswer } from './collect.js';
 import type { DoctorIo, Exchange, LineSettings } from './types.js';
 
 export interface SerialDoctorIo extends DoctorIo {
   close(): Promise<void>;
-}
-
-/** The RTU frame of `pdu` to `unit`: address, PDU, CRC low byte first. */
-export function rtuFrame(unit: number, pdu: Uint8Array): Uint8Array {
-  const frame = new Uint8Array(pdu.length + 3);
-  frame[0] = unit;
-  frame.set(pdu, 1);
-  const crc = crc16(frame, 0, pdu.length + 1);
-  frame[pdu.length + 1] = crc & 0xff;
-  frame[pdu.length + 2] = crc >> 8;
-  return frame;
 }
 
 /** Opens `path` at `settings`; rejects with the port's own error (a lock held by the gateway says "Cannot lock port"). */
