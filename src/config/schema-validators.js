@@ -2,7 +2,7 @@
 // `make build` regenerates it; test/config/schema-validators.test.ts fails while it is stale.
 "use strict";
 export const validateConfig = validate11;
-const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"allowed_hosts":{"description":"DNS names a browser may reach the console and API by, besides IP addresses, localhost and this machine's hostname (and hostname.local): e.g. [\"gateway.lan\"] or [\"*.lan\"]. A browser's request under another Host is refused (DNS rebinding guard); clients that are not browsers are not affected.","type":"array","items":{"type":"string","pattern":"^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$","maxLength":253},"default":[]},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\". An entry \"sha256:<64 hex digits>\" is a token given by its SHA-256 (a restored backup's tokens).","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"echo":{"description":"The RS-485 adapter hands back what the gateway sends (a converter without echo suppression): true drops the gateway's own bytes before an answer is looked for; \"auto\" turns that on the first time a copy of a request comes back; false takes a write's copy (FC 5/6) for its answer. `shadowgate doctor` tells whether an adapter echoes.","enum":[true,false,"auto"],"default":false},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"},"rated_power":{"description":"Persona: the largest power (W, VA, var) the site can see. A SunSpec persona sets its power scale factors (W_SF, VA_SF, VAr_SF, DCW_SF) so that it fits the 16-bit registers (50000 W: W_SF 1); without it they stay the model's constants (0: up to 32767 W).","type":"number","exclusiveMinimum":0}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
+const schema12 = {"$schema":"http://json-schema.org/draft-07/schema#","title":"shadowgate configuration","description":"One JSON file configures a shadowgate edge gateway. Durations are text like 500ms, 30s, 5m, 1h30m, 14d; sizes like 512KB, 64MB, 1GB.","type":"object","additionalProperties":false,"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"gateway":{"description":"The gateway process itself.","type":"object","additionalProperties":false,"properties":{"id":{"description":"Name of this gateway (in MQTT exports, logs and the bridge).","type":"string","minLength":1,"default":"shadowgate"},"data_dir":{"description":"Where the shadow and history are stored. A relative path is taken from the current directory of the process.","type":"string","minLength":1,"default":"/var/lib/shadowgate"},"log_level":{"description":"Log level (pino).","enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info"},"board":{"description":"Board definition in board/boards by file name without .json (e.g. \"rpi-5\"); overrides detection of the GPIO chip.","type":"string","minLength":1}},"default":{}},"http":{"description":"REST API and dashboard.","type":"object","additionalProperties":false,"properties":{"host":{"description":"Address to listen on (\"0.0.0.0\" = every interface, \"127.0.0.1\" = this machine only).","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port of the REST API (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8081},"body_limit":{"$ref":"#/definitions/size","description":"Largest request body accepted; bigger ones get HTTP 413.","default":"1MB"},"allowed_hosts":{"description":"DNS names a browser may reach the console and API by, besides IP addresses, localhost and this machine's hostname (and hostname.local): e.g. [\"gateway.lan\"] or [\"*.lan\"]. A browser's request under another Host is refused (DNS rebinding guard); clients that are not browsers are not affected.","type":"array","items":{"type":"string","pattern":"^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$","maxLength":253},"default":[]},"auth":{"description":"Bearer-token authentication. No tokens = open API.","type":"object","additionalProperties":false,"properties":{"tokens":{"description":"Accepted bearer tokens; with any set, writes need \"Authorization: Bearer <token>\". An entry \"sha256:<64 hex digits>\" is a token given by its SHA-256 (a restored backup's tokens).","type":"array","items":{"type":"string","minLength":8},"default":[]},"read_tokens":{"description":"Read-only bearer tokens: accepted for reads (also with protect_reads), refused for every change (writes, configuration). Only meaningful with tokens set.","type":"array","items":{"type":"string","minLength":8},"default":[]},"protect_reads":{"description":"Require a token for reads too.","type":"boolean","default":false}},"default":{}}},"default":{}},"mqtt":{"description":"Embedded MQTT broker (MQTT 3.1.1 over TCP and WebSocket) that carries the exported shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Run the broker.","type":"boolean","default":true},"host":{"description":"Address the broker listens on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"MQTT TCP port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":1883},"ws_port":{"description":"MQTT over WebSocket port (0 = any free port).","type":"integer","minimum":0,"maximum":65535,"default":8083},"base_topic":{"description":"Prefix of every topic the gateway publishes.","type":"string","pattern":"^[^#+]+$","default":"shadowgate"},"users":{"description":"MQTT users; password_hash comes from \"shadowgate hash-password\".","type":"array","default":[],"items":{"type":"object","additionalProperties":false,"required":["username","password_hash"],"properties":{"username":{"description":"MQTT user name.","type":"string","minLength":1},"password_hash":{"description":"Hash printed by \"shadowgate hash-password\" (never the password itself).","type":"string","minLength":1},"can_write":{"description":"May publish to <base>/<device>/set.","type":"boolean","default":false}}}},"allow_anonymous":{"description":"Let clients without a user connect: they read, and publish only Home Assistant's birth message (<homeassistant.prefix>/status) when discovery is on.","type":"boolean","default":true},"homeassistant":{"description":"Home Assistant MQTT discovery.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Publish discovery configs.","type":"boolean","default":false},"prefix":{"description":"Discovery prefix Home Assistant listens on.","type":"string","minLength":1,"default":"homeassistant"}},"default":{}},"bridge":{"description":"Forward exports to an upstream broker, with a bounded on-disk queue while it is away.","type":"object","additionalProperties":false,"required":["url","topic_prefix"],"properties":{"url":{"description":"Upstream broker URL.","type":"string","pattern":"^(mqtts?|wss?|tcp|tls)://.+"},"username":{"description":"User on the upstream broker.","type":"string"},"password":{"description":"Password on the upstream broker.","type":"string"},"topic_prefix":{"description":"Prefix of this gateway's topics upstream (e.g. the site name).","type":"string","minLength":1},"queue_max":{"$ref":"#/definitions/size","description":"Most data queued on disk while the upstream is unreachable.","default":"64MB"},"client_id":{"description":"MQTT client id upstream (default: derived from gateway.id).","type":"string","minLength":1}}}},"default":{}},"shadow":{"description":"The device shadow table (fixed size, allocated once at start).","type":"object","additionalProperties":false,"properties":{"max_devices":{"description":"Capacity in devices.","type":"integer","minimum":1,"maximum":1000000,"default":1024},"max_points":{"description":"Capacity in points over all devices.","type":"integer","minimum":1,"maximum":100000000,"default":65536},"default_ttl":{"$ref":"#/definitions/duration","description":"A device not heard from for this long goes offline (a device's ttl overrides it).","default":"5m"},"check_interval":{"$ref":"#/definitions/duration","description":"How often the TTL check runs.","default":"1s"},"persist_interval":{"$ref":"#/definitions/duration","description":"How often the shadow is saved to data_dir (and on clean stop).","default":"10s"}},"default":{}},"history":{"description":"Point history on disk.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Record history.","type":"boolean","default":true},"retention":{"$ref":"#/definitions/duration","description":"How long history is kept.","default":"30d"},"max_disk":{"$ref":"#/definitions/size","description":"Most disk space history may use; the oldest data goes first.","default":"512MB"}},"default":{}},"export":{"description":"Periodic exports.","type":"object","additionalProperties":false,"properties":{"shadow":{"description":"Periodic export of the whole shadow.","type":"object","additionalProperties":false,"properties":{"enable":{"description":"Export the shadow periodically.","type":"boolean","default":false},"format":{"description":"Export format.","enum":["json"],"default":"json"},"interval":{"$ref":"#/definitions/duration","description":"How often the shadow is exported.","default":"10s"},"targets":{"description":"Where the export goes.","type":"array","uniqueItems":true,"items":{"enum":["mqtt","http","file"]},"default":[]},"http":{"description":"POST target (needed when targets include \"http\").","type":"object","additionalProperties":false,"required":["url"],"properties":{"url":{"description":"URL the export is POSTed to.","type":"string","pattern":"^https?://.+"},"timeout":{"$ref":"#/definitions/duration","description":"Request timeout.","default":"5s"},"queue_max":{"description":"Most exports kept while the target is down.","type":"integer","minimum":0,"maximum":100000,"default":100}}},"file":{"description":"File target (needed when targets include \"file\").","type":"object","additionalProperties":false,"required":["path"],"properties":{"path":{"description":"File written by the export.","type":"string","minLength":1},"mode":{"description":"\"snapshot\" replaces the file each time; \"append\" adds one JSON line per export.","enum":["snapshot","append"],"default":"snapshot"},"max_size":{"$ref":"#/definitions/size","description":"In append mode, the file is rotated beyond this size.","default":"10MB"}}}},"default":{}}},"default":{}},"buses":{"description":"Buses (ports) devices hang on; each has one driver.","type":"array","items":{"$ref":"#/definitions/bus"},"default":[]},"models":{"description":"Inline device models by name; every board/models/*.json is also available by its file name (an inline model of the same name wins).","type":"object","propertyNames":{"$ref":"#/definitions/id"},"additionalProperties":{"$ref":"#/definitions/model"},"default":{}},"devices":{"description":"Devices: each is one model on one bus.","type":"array","items":{"$ref":"#/definitions/device"},"default":[]},"servers":{"description":"Modbus servers the gateway offers to other masters (Home Assistant, evcc, SCADA): each maps unit ids to configured devices, answered from the last poll or through the device's bus owner.","type":"array","items":{"$ref":"#/definitions/server"},"default":[]},"system":{"description":"Settings of the SD-card image, applied by \"shadowgate boot-config\" at every boot (host name, Wi-Fi, SSH keys); the gateway itself ignores them.","type":"object","additionalProperties":false,"properties":{"hostname":{"description":"Host name of the device: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -). The API is then also at http://<hostname>.local.","type":"string","pattern":"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"},"wifi":{"description":"Wi-Fi client on wlan0 (WPA2-personal, DHCP); leave out for Ethernet only.","type":"object","additionalProperties":false,"required":["ssid","psk","country"],"properties":{"ssid":{"description":"Network name: 1-32 characters (at most 32 bytes as UTF-8), no control characters.","type":"string","minLength":1,"maxLength":32,"pattern":"^[^\\u0000-\\u001f\\u007f]+$"},"psk":{"description":"Passphrase of 8-63 printable ASCII characters, or the 64-hex-digit pre-shared key (wpa_passphrase output).","type":"string","pattern":"^([ -~]{8,63}|[0-9A-Fa-f]{64})$"},"country":{"description":"Regulatory domain: the two-letter ISO 3166 country code in capitals (DE, US, GB, …); it decides the channels and power the radio may use.","type":"string","pattern":"^[A-Z]{2}$"},"hidden":{"description":"The network does not broadcast its name, so the radio probes for it by name.","type":"boolean","default":false}}},"ssh_authorized_keys":{"description":"OpenSSH public keys allowed to log in as root, one key line each (\"ssh-ed25519 AAAA… me@laptop\"). Empty = no key login.","type":"array","items":{"type":"string","pattern":"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$"},"default":[]}},"default":{}}},"definitions":{"id":{"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"},"duration":{"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"},"size":{"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"},"bus":{"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"echo":{"description":"The RS-485 adapter hands back what the gateway sends (a converter without echo suppression): true drops the gateway's own bytes before an answer is looked for; \"auto\" turns that on the first time a copy of a request comes back; false takes a write's copy (FC 5/6) for its answer. `shadowgate doctor` tells whether an adapter echoes.","enum":[true,false,"auto"],"default":false},"rs485":{"description":"RS-485 direction (DE/RE of the transceiver). \"kernel\": the UART's driver switches it from RTS, set with the TIOCSRS485 ioctl on each open (the Pi's PL011 with RTS on the header, SC16IS752 HATs); a port that refuses it (a pty, a USB adapter with automatic direction) is logged once and the bus runs. \"gpio\": the gateway raises de_pin before each frame and lowers it after the last byte's wire time, for boards with no other way (slower and later than the kernel). Leave it out for adapters with automatic direction. See docs/wiring.md.","type":"object","properties":{"mode":{"description":"\"kernel\" (RTS driven by the UART's driver) or \"gpio\" (a DE pin driven by the gateway).","enum":["kernel","gpio"]}},"required":["mode"],"allOf":[{"if":{"type":"object","properties":{"mode":{"const":"kernel"}},"required":["mode"]},"then":{"type":"object","additionalProperties":false,"properties":{"mode":{"type":"string"},"rts_on_send":{"description":"RTS high while sending, low after (the usual DE wiring); false: the inverse, for an inverting driver stage.","type":"boolean","default":true},"delay_before_send_us":{"description":"Microseconds from RTS asserted to the first byte. The kernel counts whole milliseconds: rounded up (1 to 1000 µs is 1 ms); at most 100 ms, the kernel's limit.","type":"integer","minimum":0,"maximum":100000,"default":0},"delay_after_send_us":{"description":"Microseconds from the last byte to RTS released; rounded up to whole milliseconds as delay_before_send_us.","type":"integer","minimum":0,"maximum":100000,"default":0}}}},{"if":{"type":"object","properties":{"mode":{"const":"gpio"}},"required":["mode"]},"then":{"type":"object","additionalProperties":false,"properties":{"mode":{"type":"string"},"de_pin":{"description":"BCM number of the GPIO wired to the transceiver's DE and /RE (tied together). Not a pin a gpio bus uses.","type":"integer","minimum":0,"maximum":53}},"required":["de_pin"]}}]},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]},"device":{"description":"One device: a model on a bus.","type":"object","additionalProperties":false,"required":["id","model","bus"],"properties":{"id":{"$ref":"#/definitions/id","description":"Device id (in REST paths and MQTT topics)."},"model":{"description":"Model name: a key of \"models\" or a board/models/*.json file name.","type":"string","minLength":1},"bus":{"description":"Id of the bus the device is on.","type":"string","minLength":1},"ttl":{"$ref":"#/definitions/duration","description":"Offline after this long without data (default: shadow.default_ttl)."},"poll":{"$ref":"#/definitions/duration","description":"How often the driver reads the device (a point's poll overrides it).","default":"1s"},"unit_id":{"description":"Modbus unit (slave) id; required on Modbus buses.","type":"integer","minimum":1,"maximum":247},"max_registers":{"description":"Most registers in one read for this device (some devices allow fewer than the bus).","type":"integer","minimum":1,"maximum":125},"max_gap":{"description":"Longest run of unused registers one read of this device may bridge (0 = contiguous reads only); narrows the bus's and the model's max_gap.","type":"integer","minimum":0,"maximum":124},"unlock_writes":{"description":"Guarded points of the model this device may write (its unit id or baud rate): the integrator's deliberate opt-in.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},"description":{"description":"Free text.","type":"string"},"sim_fault":{"description":"Simulator fault injection (tests and demos).","type":"object","additionalProperties":false,"properties":{"fail_reads":{"description":"Fail this many reads, then recover.","type":"integer","minimum":0},"silent":{"description":"Never answer (the device times out).","type":"boolean","default":false}}}}},"model":{"description":"A device model: its points and how each is read.","type":"object","additionalProperties":false,"required":["points"],"properties":{"$schema":{"description":"Path or URL of this schema, for editor completion; ignored by the gateway.","type":"string"},"name":{"description":"Display name (default: the model's key or file name).","type":"string","minLength":1},"manufacturer":{"description":"Manufacturer.","type":"string"},"description":{"description":"Free text.","type":"string"},"source":{"description":"Where the register map comes from: the manufacturer's document (title and version) or the open-source driver it was checked against.","type":"string"},"covers":{"description":"Hardware variants or firmware versions this map is for, e.g. [\"SDM72D-M-2\"]. A device of another variant may answer with other registers.","type":"array","items":{"type":"string","minLength":1}},"unverified":{"description":"What of this map is NOT confirmed by a source, in plain words (shown in docs/modbus.md and by `shadowgate probe`).","type":"string"},"serial":{"description":"The device's factory serial settings (informational: shown by `shadowgate probe`, the console and docs/modbus.md; the bus sets the line).","type":"object","additionalProperties":false,"properties":{"baud_rate":{"description":"Factory baud rate.","type":"integer","minimum":300,"maximum":921600},"parity":{"description":"Factory parity.","enum":["none","even","odd"]},"data_bits":{"description":"Factory data bits.","enum":[7,8]},"stop_bits":{"description":"Factory stop bits.","enum":[1,2]},"unit_id":{"description":"Factory unit id (slave address).","type":"integer","minimum":0,"maximum":255}}},"limits":{"description":"What the device tolerates, from its protocol document. The read planner obeys it; a bus's or device's max_registers can only narrow it.","type":"object","additionalProperties":false,"properties":{"max_registers":{"description":"Most registers one read request may ask for (the device answers more with an exception). Eastron SDM630: 60.","type":"integer","minimum":1,"maximum":125},"max_bits":{"description":"Most coils or discrete inputs one read may ask for.","type":"integer","minimum":1,"maximum":2000},"max_gap":{"description":"\"auto\" = bridge unused registers whenever that is cheaper than a new request; a number = never bridge a run of more unused registers than this (0 = contiguous reads only, for devices that refuse addresses they lack). A bus's or device's max_gap can only narrow it.","oneOf":[{"const":"auto"},{"type":"integer","minimum":0,"maximum":124}]},"max_write_registers":{"description":"Most registers one write (FC16) may carry.","type":"integer","minimum":1,"maximum":123}}},"write":{"description":"How the device wants to be written.","type":"object","additionalProperties":false,"properties":{"single_register":{"description":"\"fc06\" (Write Single Register) or \"fc16\" (Write Multiple Registers with one register) for a lone 16-bit register and a bit's read-modify-write; some meters (DDS238-2, iEM3000) refuse FC06.","enum":["fc06","fc16"],"default":"fc06"}}},"sunspec":{"description":"A SunSpec device: its register base is found by the \"SunS\" marker at one of these holding addresses, and points with modbus.sunspec_model are placed by walking the model chain.","type":"object","additionalProperties":false,"required":["search"],"properties":{"search":{"description":"Holding addresses where \"SunS\" may start, tried in order.","type":"array","minItems":1,"items":{"type":"integer","minimum":0,"maximum":65534}}}},"persona":{"description":"Served as a persona (a Modbus server unit with \"persona\"): values of registers that are fixed for this device (markers, model IDs and lengths, identity, scale factors), used unless the unit binds the point itself.","type":"object","additionalProperties":false,"properties":{"constants":{"description":"Model point -> its constant value (a number, or text for string points).","type":"object","additionalProperties":{"type":["number","string"]}},"same_as":{"description":"Model point -> another point of the model whose binding it serves when the unit does not bind it itself (the same measurement in a second encoding, e.g. SunSpec's float model 213 beside 203).","type":"object","additionalProperties":{"type":"string"}}}},"points":{"description":"The points of the model.","type":"array","minItems":1,"items":{"$ref":"#/definitions/point"}}}},"point":{"description":"One point (a value of a device) with exactly one driver block: modbus, gpio or sim.","type":"object","additionalProperties":false,"required":["name","type"],"properties":{"name":{"$ref":"#/definitions/id","description":"Point name, unique within the model."},"type":{"description":"Value type in the shadow.","enum":["int","float","string"]},"access":{"description":"R = read only, W = write only, RW = read and write.","enum":["R","W","RW"],"default":"R"},"guarded":{"description":"A line setting (unit id, baud rate) that strands the device when written wrong: read-only unless a device lists the point in its unlock_writes; access says what it may be then (RW).","type":"boolean","default":false},"unit":{"description":"Engineering unit, e.g. \"°C\", \"V\", \"kWh\".","type":"string"},"description":{"description":"Free text.","type":"string"},"unverified":{"description":"What of this point is NOT confirmed by a source, in plain words.","type":"string"},"scale":{"description":"value = raw * scale + offset (inverted on writes); must not be 0.","type":"number","default":1},"offset":{"description":"value = raw * scale + offset (inverted on writes).","type":"number","default":0},"decimals":{"description":"Round values to this many decimals.","type":"integer","minimum":0,"maximum":10},"min":{"description":"Lowest value a write may set (a value read below it is still shown as read).","type":"number"},"max":{"description":"Highest value a write may set (a value read above it is still shown as read).","type":"number"},"invalid":{"description":"Raw values that are not measurements (the device's \"not available\", \"overflow\" markers): the point's value is null with this reason instead.","type":"array","items":{"type":"object","additionalProperties":false,"required":["raw","reason"],"properties":{"raw":{"description":"A decoded raw value (number), or hex text (\"0x7FFFFFFF\") = the register bit pattern of the point's data_type.","type":["number","string"],"pattern":"^0[xX][0-9a-fA-F]{1,16}$"},"reason":{"description":"Why there is no value, e.g. \"not available\", \"overflow\".","type":"string","minLength":1}}}},"values":{"description":"Coded values: raw code (integer as text) → meaning (a number for int/float points, text for string points). A code not listed reads as null with reason \"unknown code N\"; writes map the meaning back to its code.","type":"object","minProperties":1,"propertyNames":{"pattern":"^-?[0-9]+$"},"additionalProperties":{"type":["number","string"]}},"scale_factor":{"description":"Name of another point of the model whose raw value e scales this one: value = raw × 10^e × scale + offset (SunSpec sunssf). Read-only points only.","type":"string","minLength":1},"poll":{"$ref":"#/definitions/duration","description":"How often this point is read (overrides the device's poll)."},"report":{"description":"\"change\" = events only when the value changes; \"always\" = on every read.","enum":["change","always"],"default":"change"},"modbus":{"$ref":"#/definitions/modbus_point"},"gpio":{"$ref":"#/definitions/gpio_point"},"sim":{"$ref":"#/definitions/sim_point"}}},"modbus_point":{"description":"Where the point is in a Modbus device.","type":"object","additionalProperties":false,"required":["table","address","data_type"],"properties":{"table":{"description":"Modbus table.","enum":["coil","discrete","input","holding"]},"address":{"description":"0-based protocol address (what goes on the wire); hex text \"0x0156\" = the same 0-based address as manuals print it; or 1-based reference notation as text: \"40001\" = holding 0, \"30001\" = input 0, \"10001\" = discrete 0, \"00001\" = coil 0 (6-digit \"400001\" also). With sunspec_model: the offset inside that SunSpec model's block (0 = its ID register).","type":["integer","string"],"minimum":0,"maximum":65535,"pattern":"^([0134][0-9]{4,5}|0[xX][0-9a-fA-F]{1,4})$"},"data_type":{"description":"Encoding in the device.","enum":["bool","int16","uint16","int32","uint32","int64","uint64","float32","float64","string"]},"length":{"description":"Registers of a \"string\" (2 characters each).","type":"integer","minimum":1,"maximum":125},"bit":{"description":"Bit within the register value (0 = least significant): 0..15 for int16/uint16; 0..31 for int32/uint32 (read-only).","type":"integer","minimum":0,"maximum":31},"bits":{"description":"Width of a bit field starting at `bit` (default 1).","type":"integer","minimum":1,"maximum":32},"word_order":{"description":"Order of 16-bit words in 32/64-bit values (\"little\" = low word first).","enum":["big","little"],"default":"big"},"byte_order":{"description":"Order of the two bytes in each register.","enum":["big","little"],"default":"big"},"sunspec_model":{"description":"SunSpec model id(s) this point belongs to; the first one the device has is used, and `address` is the offset in its block. Needs the model's `sunspec`.","type":["integer","array"],"minimum":1,"maximum":65534,"items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"sunspec_float":{"description":"SunSpec: where this point lives when the device serves the float models instead (inverters 111-113 for 101-103, meters 211-214 for 201-204): `address` is the offset in that block, `data_type` the type there (e.g. float32); the point's `scale_factor` does not apply there (float models carry unscaled values: its scale factor reads 0). Needs `sunspec_model`.","type":"object","additionalProperties":false,"required":["sunspec_model","address"],"properties":{"sunspec_model":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65534},"minItems":1},"address":{"type":"integer","minimum":0,"maximum":65535},"data_type":{"enum":["int16","uint16","int32","uint32","float32"]}}}}},"gpio_point":{"description":"A GPIO line, a pulse counter on an input line (`counter`), or the rate of such a counter (`rate_of`).","type":"object","additionalProperties":false,"properties":{"pin":{"description":"BCM GPIO number (0-53), or a header pin name like \"P1-11\" / \"J8-11\", or \"GPIO17\". Not on a `rate_of` point.","type":["integer","string"],"minimum":0,"maximum":53,"pattern":"^((P1|J8)-[0-9]{1,2}|GPIO[0-9]{1,2})$"},"direction":{"description":"in = input, out = output.","enum":["in","out"]},"edge":{"description":"Input edges that trigger an update (none = polled); on a `counter`, the edges counted as pulses.","enum":["none","rising","falling","both"],"default":"none"},"active_low":{"description":"Invert the line (1 = low level).","type":"boolean","default":false},"debounce":{"$ref":"#/definitions/duration","description":"Input debounce time: the line must hold its new level this long before the change counts (on a `counter` also the shortest pulse counted)."},"initial":{"description":"Output level set at start.","enum":[0,1]},"counter":{"description":"Count pulses on this input (an energy meter's S0 output, a water meter's reed contact): the point's raw value is the total, pulses / pulses_per_unit, continued from the persisted value after a restart.","type":"object","additionalProperties":false,"properties":{"pulses_per_unit":{"description":"Pulses per unit of the total, as printed on the meter (1000 imp/kWh: 1000 gives kWh).","type":"number","exclusiveMinimum":0,"default":1},"rate_per":{"description":"Time base of the `rate_of` points: units of the total per hour, minute or second (kWh per h = kW).","enum":["h","min","s"],"default":"h"},"rate_timeout":{"$ref":"#/definitions/duration","description":"Without a pulse for this long the rate is 0.","default":"5m"}}},"rate_of":{"description":"This point is the rate of the named `counter` point of the same model (from the interval between its pulses); it has no line of its own.","type":"string","minLength":1}},"if":{"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]},"else":{"type":"object","properties":{"pin":{"type":["integer","string"]},"direction":{"type":"string"}},"required":["pin","direction"]}},"sim_point":{"description":"A simulated value generator.","type":"object","required":["fn"],"properties":{"fn":{"description":"Generator.","enum":["constant","sine","random_walk","counter"]}},"allOf":[{"if":{"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["value"],"properties":{"fn":{"type":"string"},"value":{"description":"The value (an RW point then holds what is written).","type":["number","string"]}}}},{"if":{"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"period":{"$ref":"#/definitions/duration","description":"Time of one full wave.","default":"60s"}}}},{"if":{"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"required":["min","max","step"],"properties":{"fn":{"type":"string"},"min":{"description":"Lowest value.","type":"number"},"max":{"description":"Highest value.","type":"number"},"step":{"description":"Largest change per read.","type":"number","exclusiveMinimum":0}}}},{"if":{"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]},"then":{"type":"object","additionalProperties":false,"properties":{"fn":{"type":"string"},"step":{"description":"Increment per read.","type":"number","default":1}}}}]},"server":{"description":"A Modbus server; \"transport\" decides which other keys apply.","type":"object","required":["id","transport"],"properties":{"id":{"$ref":"#/definitions/id","description":"Server id, for logs and metrics."},"transport":{"description":"tcp: Modbus TCP on a port; rtu: a serial port as a Modbus RTU slave.","enum":["tcp","rtu"]}},"allOf":[{"if":{"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]},"then":{"type":"object","description":"Modbus TCP server.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"host":{"description":"Address to listen on.","type":"string","minLength":1,"default":"0.0.0.0"},"port":{"description":"TCP port (502 is the Modbus port; below 1024 needs CAP_NET_BIND_SERVICE).","type":"integer","minimum":0,"maximum":65535,"default":502},"framing":{"description":"mbap: Modbus TCP (MBAP header, transaction ids); rtu: Modbus RTU frames (unit, PDU, CRC) over TCP, as serial-to-Ethernet converters in transparent mode send them: a request with a bad CRC is dropped unanswered.","enum":["mbap","rtu"],"default":"mbap"},"allow":{"description":"Client IP addresses allowed to connect; empty: any.","type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"max_clients":{"description":"Most client connections at once; one more is closed at once.","type":"integer","minimum":1,"maximum":1024,"default":64},"miss_rate":{"description":"Reads per second one connection may send to the bus (misses and writes); past it, and past 8 of them waiting, it gets exception 6 (busy).","type":"number","exclusiveMinimum":0,"maximum":1000,"default":20}},"required":[]}},{"if":{"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]},"then":{"type":"object","description":"Modbus RTU slave on a serial port.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"transport":{"type":"string"},"max_age":{"$ref":"#/definitions/duration","description":"How old the last poll's registers may be to answer a read from them (no bus frame); older ones are read from the device.","default":"2s"},"units":{"description":"Unit ids this server answers and what each is.","type":"array","items":{"$ref":"#/definitions/server_unit"},"default":[]},"diagnostic_unit":{"description":"Unit id of a read-only unit listing each mapped device's online flag and age (input registers, see docs/modbus.md); absent: none.","type":"integer","minimum":1,"maximum":247},"port":{"description":"Serial device the server answers on.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1}},"required":["port"]}}]},"server_unit":{"description":"One unit id of a server: a configured device's own registers (\"device\"), or a persona.","type":"object","additionalProperties":false,"required":["unit"],"properties":{"unit":{"description":"Unit id clients address (1-247).","type":"integer","minimum":1,"maximum":247},"device":{"$ref":"#/definitions/id","description":"Configured device whose registers this unit serves."},"writes":{"description":"Let clients write (FC 5, 6, 15, 16) to the device; otherwise writes get exception 1 and never reach the bus.","type":"boolean","default":false},"max_age":{"$ref":"#/definitions/duration","description":"Overrides the server's max_age for this unit. A persona unit: the oldest a bound point may be before the persona stops serving it (default 5s)."},"persona":{"description":"Library model (board/models) whose register map this unit serves from shadow points (instead of \"device\"); see docs/personas.md.","type":"string","minLength":1},"bind":{"description":"Persona point -> where its value comes from: \"<device>.<point>\", or { \"point\", \"scale\"?, \"negate\"? }, { \"sum\": [\"<device>.<point>\", ...], \"scale\"?, \"negate\"? }, or a constant { \"value\" } (identity registers). Unbound points answer the format's not-implemented value.","type":"object","additionalProperties":{"oneOf":[{"type":"string","pattern":"^[^.]+\\..+$"},{"type":"object","additionalProperties":false,"required":["point"],"properties":{"point":{"type":"string","pattern":"^[^.]+\\..+$"},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["sum"],"properties":{"sum":{"type":"array","minItems":1,"items":{"type":"string","pattern":"^[^.]+\\..+$"}},"scale":{"type":"number"},"negate":{"type":"boolean"}}},{"type":"object","additionalProperties":false,"required":["value"],"properties":{"value":{"type":["number","string"]}}}]}},"write":{"description":"Persona: per holding-register point, what a client's write does: store (read back as written), forward (written to the bound source point through the device's write pipeline; its result is the answer) or reject (exception 0x02, the default for every point).","type":"object","additionalProperties":{"enum":["store","forward","reject"]}},"stale":{"description":"Persona: what a read gets once a bound point is older than max_age: silent (no answer; the consumer's meter-loss behaviour), exception (0x0B) or hold (the last values).","enum":["silent","exception","hold"]},"capture":{"description":"Persona: record what clients ask and what they get (GET /api/v1/servers/{id}/capture).","type":"boolean"},"rated_power":{"description":"Persona: the largest power (W, VA, var) the site can see. A SunSpec persona sets its power scale factors (W_SF, VA_SF, VAr_SF, DCW_SF) so that it fits the 16-bit registers (50000 W: W_SF 1); without it they stay the model's constants (0: up to 32767 W).","type":"number","exclusiveMinimum":0}},"allOf":[{"if":{"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]},"then":{"type":"object","properties":{"max_age":{"default":"5s"},"stale":{"default":"silent"},"capture":{"default":false},"bind":{"default":{}},"write":{"default":{}}}}}]}}};
 const schema13 = {"description":"Size text: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB; 1KB = 1024 B): 512KB, 64MB.","type":"string","pattern":"^[0-9]+(\\.[0-9]+)?\\s*([KkMmGg][Ii]?)?[Bb]$","x-unit":"size"};
 const schema15 = {"description":"Duration text: a number and a unit (ms, s, m, h, d), repeatable: 500ms, 30s, 5m, 1h30m, 14d.","type":"string","pattern":"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$","x-unit":"duration"};
 const schema24 = {"description":"1-64 characters of A-Z a-z 0-9 _ . - (safe in MQTT topics and URLs).","type":"string","pattern":"^[A-Za-z0-9_.-]{1,64}$"};
@@ -76,7 +76,7 @@ const pattern47 = new RegExp("^[^\\u0000-\\u001f\\u007f]+$", "u");
 const pattern48 = new RegExp("^([ -~]{8,63}|[0-9A-Fa-f]{64})$", "u");
 const pattern49 = new RegExp("^[A-Z]{2}$", "u");
 const pattern50 = new RegExp("^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\\.com|sk-ecdsa-sha2-nistp256@openssh\\.com) [A-Za-z0-9+/]+={0,3}( .*)?$", "u");
-const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"echo":{"description":"The RS-485 adapter hands back what the gateway sends (a converter without echo suppression): true drops the gateway's own bytes before an answer is looked for; \"auto\" turns that on the first time a copy of a request comes back; false takes a write's copy (FC 5/6) for its answer. `shadowgate doctor` tells whether an adapter echoes.","enum":[true,false,"auto"],"default":false},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
+const schema23 = {"description":"A bus; \"driver\" decides which other keys apply.","type":"object","required":["id","driver"],"properties":{"id":{"$ref":"#/definitions/id","description":"Bus id, referenced by devices[].bus."},"driver":{"description":"Driver of this bus.","enum":["simulator","modbus-rtu","modbus-tcp","gpio"]}},"allOf":[{"if":{"type":"object","properties":{"driver":{"const":"simulator"}},"required":["driver"]},"then":{"type":"object","description":"Simulated devices (no hardware).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"}},"required":[]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-rtu"}},"required":["driver"]},"then":{"type":"object","description":"Modbus RTU over a serial port (RS-485).","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"port":{"description":"Serial device, e.g. /dev/ttyAMA0 or /dev/ttyUSB0.","type":"string","minLength":1},"baud_rate":{"description":"Line speed.","type":"integer","minimum":300,"maximum":4000000,"default":9600},"parity":{"description":"Parity.","enum":["none","even","odd"],"default":"none"},"data_bits":{"description":"Data bits.","enum":[7,8],"default":8},"stop_bits":{"description":"Stop bits.","enum":[1,2],"default":1},"echo":{"description":"The RS-485 adapter hands back what the gateway sends (a converter without echo suppression): true drops the gateway's own bytes before an answer is looked for; \"auto\" turns that on the first time a copy of a request comes back; false takes a write's copy (FC 5/6) for its answer. `shadowgate doctor` tells whether an adapter echoes.","enum":[true,false,"auto"],"default":false},"rs485":{"description":"RS-485 direction (DE/RE of the transceiver). \"kernel\": the UART's driver switches it from RTS, set with the TIOCSRS485 ioctl on each open (the Pi's PL011 with RTS on the header, SC16IS752 HATs); a port that refuses it (a pty, a USB adapter with automatic direction) is logged once and the bus runs. \"gpio\": the gateway raises de_pin before each frame and lowers it after the last byte's wire time, for boards with no other way (slower and later than the kernel). Leave it out for adapters with automatic direction. See docs/wiring.md.","type":"object","properties":{"mode":{"description":"\"kernel\" (RTS driven by the UART's driver) or \"gpio\" (a DE pin driven by the gateway).","enum":["kernel","gpio"]}},"required":["mode"],"allOf":[{"if":{"type":"object","properties":{"mode":{"const":"kernel"}},"required":["mode"]},"then":{"type":"object","additionalProperties":false,"properties":{"mode":{"type":"string"},"rts_on_send":{"description":"RTS high while sending, low after (the usual DE wiring); false: the inverse, for an inverting driver stage.","type":"boolean","default":true},"delay_before_send_us":{"description":"Microseconds from RTS asserted to the first byte. The kernel counts whole milliseconds: rounded up (1 to 1000 µs is 1 ms); at most 100 ms, the kernel's limit.","type":"integer","minimum":0,"maximum":100000,"default":0},"delay_after_send_us":{"description":"Microseconds from the last byte to RTS released; rounded up to whole milliseconds as delay_before_send_us.","type":"integer","minimum":0,"maximum":100000,"default":0}}}},{"if":{"type":"object","properties":{"mode":{"const":"gpio"}},"required":["mode"]},"then":{"type":"object","additionalProperties":false,"properties":{"mode":{"type":"string"},"de_pin":{"description":"BCM number of the GPIO wired to the transceiver's DE and /RE (tied together). Not a pin a gpio bus uses.","type":"integer","minimum":0,"maximum":53}},"required":["de_pin"]}}]},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"300ms"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["port"]}},{"if":{"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]},"then":{"type":"object","description":"Modbus TCP.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"host":{"description":"Host name or address of the Modbus TCP server.","type":"string","minLength":1},"port":{"description":"TCP port.","type":"integer","minimum":1,"maximum":65535,"default":502},"timeout":{"$ref":"#/definitions/duration","description":"How long to wait for an answer before the request counts as failed.","default":"1s"},"retries":{"description":"Extra attempts after a failed request before the failure is reported.","type":"integer","minimum":0,"maximum":10,"default":1},"max_registers":{"description":"Most registers in one read request (Modbus allows 125).","type":"integer","minimum":1,"maximum":125,"default":125},"max_gap":{"description":"Largest register gap a read may bridge to save a request; \"auto\" derives it from the wire cost at the bus speed.","type":["integer","string"],"minimum":0,"pattern":"^auto$","default":"auto"}},"required":["host"]}},{"if":{"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]},"then":{"type":"object","description":"GPIO lines of the board.","additionalProperties":false,"properties":{"id":{"$ref":"#/definitions/id"},"driver":{"type":"string"},"chip":{"description":"gpiochip label to use instead of the detected one (e.g. \"pinctrl-rp1\").","type":"string","minLength":1}},"required":[]}}]};
 const pattern17 = new RegExp("^auto$", "u");
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -455,10 +455,16 @@ vErrors.push(err25);
 }
 errors++;
 }
-let data12 = data.timeout;
-if(typeof data12 === "string"){
-if(!pattern5.test(data12)){
-const err26 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data12};
+if(data.rs485 !== undefined){
+let data12 = data.rs485;
+const _errs38 = errors;
+let valid10 = true;
+const _errs39 = errors;
+if(errors === _errs39){
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+let missing2;
+if((data12.mode === undefined) && (missing2 = "mode")){
+const err26 = {};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -467,9 +473,10 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
 else {
-const err27 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data12};
+if(data12.mode !== undefined){
+if("kernel" !== data12.mode){
+const err27 = {};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -478,9 +485,11 @@ vErrors.push(err27);
 }
 errors++;
 }
-let data13 = data.retries;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err28 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/1/then/properties/retries/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.retries.type,parentSchema:schema23.allOf[1].then.properties.retries,data:data13};
+}
+}
+}
+else {
+const err28 = {};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -489,9 +498,32 @@ vErrors.push(err28);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 10 || isNaN(data13)){
-const err29 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/1/then/properties/retries/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema23.allOf[1].then.properties.retries,data:data13};
+}
+var _valid2 = _errs39 === errors;
+errors = _errs38;
+if(vErrors !== null){
+if(_errs38){
+vErrors.length = _errs38;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid2){
+const _errs42 = errors;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.rts_on_send === undefined){
+data12.rts_on_send = true;
+}
+if(data12.delay_before_send_us === undefined){
+data12.delay_before_send_us = 0;
+}
+if(data12.delay_after_send_us === undefined){
+data12.delay_after_send_us = 0;
+}
+for(const key2 in data12){
+if(!((((key2 === "mode") || (key2 === "rts_on_send")) || (key2 === "delay_before_send_us")) || (key2 === "delay_after_send_us"))){
+const err29 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then,data:data12};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -500,8 +532,11 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data13 < 0 || isNaN(data13)){
-const err30 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/1/then/properties/retries/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.retries,data:data13};
+}
+if(data12.mode !== undefined){
+let data14 = data12.mode;
+if(typeof data14 !== "string"){
+const err30 = {instancePath:instancePath+"/rs485/mode",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.mode.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.mode,data:data14};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -511,9 +546,9 @@ vErrors.push(err30);
 errors++;
 }
 }
-let data14 = data.max_registers;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err31 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/1/then/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.max_registers.type,parentSchema:schema23.allOf[1].then.properties.max_registers,data:data14};
+let data15 = data12.rts_on_send;
+if(typeof data15 !== "boolean"){
+const err31 = {instancePath:instancePath+"/rs485/rts_on_send",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/rts_on_send/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.rts_on_send.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.rts_on_send,data:data15};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -522,9 +557,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 125 || isNaN(data14)){
-const err32 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/1/then/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema23.allOf[1].then.properties.max_registers,data:data14};
+let data16 = data12.delay_before_send_us;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err32 = {instancePath:instancePath+"/rs485/delay_before_send_us",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/delay_before_send_us/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_before_send_us.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_before_send_us,data:data16};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -533,8 +568,9 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data14 < 1 || isNaN(data14)){
-const err33 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/1/then/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema23.allOf[1].then.properties.max_registers,data:data14};
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 > 100000 || isNaN(data16)){
+const err33 = {instancePath:instancePath+"/rs485/delay_before_send_us",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/delay_before_send_us/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_before_send_us,data:data16};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -543,10 +579,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-}
-let data15 = data.max_gap;
-if((!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))) && (typeof data15 !== "string")){
-const err34 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/type",keyword:"type",params:{type: schema23.allOf[1].then.properties.max_gap.type},message:"must be integer,string",schema:schema23.allOf[1].then.properties.max_gap.type,parentSchema:schema23.allOf[1].then.properties.max_gap,data:data15};
+if(data16 < 0 || isNaN(data16)){
+const err34 = {instancePath:instancePath+"/rs485/delay_before_send_us",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/delay_before_send_us/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_before_send_us,data:data16};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -555,9 +589,10 @@ vErrors.push(err34);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 < 0 || isNaN(data15)){
-const err35 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.max_gap,data:data15};
+}
+let data17 = data12.delay_after_send_us;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+const err35 = {instancePath:instancePath+"/rs485/delay_after_send_us",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/delay_after_send_us/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_after_send_us.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_after_send_us,data:data17};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -566,10 +601,9 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-if(typeof data15 === "string"){
-if(!pattern17.test(data15)){
-const err36 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/pattern",keyword:"pattern",params:{pattern: "^auto$"},message:"must match pattern \""+"^auto$"+"\"",schema:"^auto$",parentSchema:schema23.allOf[1].then.properties.max_gap,data:data15};
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 100000 || isNaN(data17)){
+const err36 = {instancePath:instancePath+"/rs485/delay_after_send_us",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/delay_after_send_us/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000",schema:100000,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_after_send_us,data:data17};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -578,10 +612,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-}
-else {
-const err37 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[1].then.type,parentSchema:schema23.allOf[1].then,data};
+if(data17 < 0 || isNaN(data17)){
+const err37 = {instancePath:instancePath+"/rs485/delay_after_send_us",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/properties/delay_after_send_us/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then.properties.delay_after_send_us,data:data17};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -590,11 +622,10 @@ vErrors.push(err37);
 }
 errors++;
 }
-var _valid1 = _errs19 === errors;
-valid5 = _valid1;
 }
-if(!valid5){
-const err38 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[1].if,parentSchema:schema23.allOf[1],data};
+}
+else {
+const err38 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[1].then.properties.rs485.allOf[0].then.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0].then,data:data12};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -603,14 +634,11 @@ vErrors.push(err38);
 }
 errors++;
 }
-const _errs46 = errors;
-let valid10 = true;
-const _errs47 = errors;
-if(errors === _errs47){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing2;
-if((data.driver === undefined) && (missing2 = "driver")){
-const err39 = {};
+var _valid2 = _errs42 === errors;
+valid10 = _valid2;
+}
+if(!valid10){
+const err39 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/0/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[1].then.properties.rs485.allOf[0].if,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[0],data:data12};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -619,9 +647,13 @@ vErrors.push(err39);
 }
 errors++;
 }
-else {
-if(data.driver !== undefined){
-if("modbus-tcp" !== data.driver){
+const _errs54 = errors;
+let valid13 = true;
+const _errs55 = errors;
+if(errors === _errs55){
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+let missing3;
+if((data12.mode === undefined) && (missing3 = "mode")){
 const err40 = {};
 if(vErrors === null){
 vErrors = [err40];
@@ -631,10 +663,9 @@ vErrors.push(err40);
 }
 errors++;
 }
-}
-}
-}
 else {
+if(data12.mode !== undefined){
+if("gpio" !== data12.mode){
 const err41 = {};
 if(vErrors === null){
 vErrors = [err41];
@@ -645,18 +676,364 @@ vErrors.push(err41);
 errors++;
 }
 }
-var _valid2 = _errs47 === errors;
-errors = _errs46;
+}
+}
+else {
+const err42 = {};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+var _valid3 = _errs55 === errors;
+errors = _errs54;
 if(vErrors !== null){
-if(_errs46){
-vErrors.length = _errs46;
+if(_errs54){
+vErrors.length = _errs54;
 }
 else {
 vErrors = null;
 }
 }
-if(_valid2){
-const _errs50 = errors;
+if(_valid3){
+const _errs58 = errors;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.de_pin === undefined){
+const err43 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/required",keyword:"required",params:{missingProperty: "de_pin"},message:"must have required property '"+"de_pin"+"'",schema:schema23.allOf[1].then.properties.rs485.allOf[1].then.required,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then,data:data12};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+for(const key3 in data12){
+if(!((key3 === "mode") || (key3 === "de_pin"))){
+const err44 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then,data:data12};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data12.mode !== undefined){
+let data19 = data12.mode;
+if(typeof data19 !== "string"){
+const err45 = {instancePath:instancePath+"/rs485/mode",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/properties/mode/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[1].then.properties.rs485.allOf[1].then.properties.mode.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then.properties.mode,data:data19};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data12.de_pin !== undefined){
+let data20 = data12.de_pin;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err46 = {instancePath:instancePath+"/rs485/de_pin",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/properties/de_pin/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.rs485.allOf[1].then.properties.de_pin.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then.properties.de_pin,data:data20};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 53 || isNaN(data20)){
+const err47 = {instancePath:instancePath+"/rs485/de_pin",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/properties/de_pin/maximum",keyword:"maximum",params:{comparison: "<=", limit: 53},message:"must be <= 53",schema:53,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then.properties.de_pin,data:data20};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data20 < 0 || isNaN(data20)){
+const err48 = {instancePath:instancePath+"/rs485/de_pin",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/properties/de_pin/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then.properties.de_pin,data:data20};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[1].then.properties.rs485.allOf[1].then.type,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1].then,data:data12};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+var _valid3 = _errs58 === errors;
+valid13 = _valid3;
+}
+if(!valid13){
+const err50 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[1].then.properties.rs485.allOf[1].if,parentSchema:schema23.allOf[1].then.properties.rs485.allOf[1],data:data12};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.mode === undefined){
+const err51 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'",schema:schema23.allOf[1].then.properties.rs485.required,parentSchema:schema23.allOf[1].then.properties.rs485,data:data12};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data12.mode !== undefined){
+let data21 = data12.mode;
+if(!((data21 === "kernel") || (data21 === "gpio"))){
+const err52 = {instancePath:instancePath+"/rs485/mode",schemaPath:"#/allOf/1/then/properties/rs485/properties/mode/enum",keyword:"enum",params:{allowedValues: schema23.allOf[1].then.properties.rs485.properties.mode.enum},message:"must be equal to one of the allowed values",schema:schema23.allOf[1].then.properties.rs485.properties.mode.enum,parentSchema:schema23.allOf[1].then.properties.rs485.properties.mode,data:data21};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+else {
+const err53 = {instancePath:instancePath+"/rs485",schemaPath:"#/allOf/1/then/properties/rs485/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[1].then.properties.rs485.type,parentSchema:schema23.allOf[1].then.properties.rs485,data:data12};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+let data22 = data.timeout;
+if(typeof data22 === "string"){
+if(!pattern5.test(data22)){
+const err54 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data22};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+else {
+const err55 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data22};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+let data23 = data.retries;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err56 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/1/then/properties/retries/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.retries.type,parentSchema:schema23.allOf[1].then.properties.retries,data:data23};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 10 || isNaN(data23)){
+const err57 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/1/then/properties/retries/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema23.allOf[1].then.properties.retries,data:data23};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(data23 < 0 || isNaN(data23)){
+const err58 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/1/then/properties/retries/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.retries,data:data23};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+let data24 = data.max_registers;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err59 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/1/then/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[1].then.properties.max_registers.type,parentSchema:schema23.allOf[1].then.properties.max_registers,data:data24};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 125 || isNaN(data24)){
+const err60 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/1/then/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema23.allOf[1].then.properties.max_registers,data:data24};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+if(data24 < 1 || isNaN(data24)){
+const err61 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/1/then/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema23.allOf[1].then.properties.max_registers,data:data24};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+let data25 = data.max_gap;
+if((!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))) && (typeof data25 !== "string")){
+const err62 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/type",keyword:"type",params:{type: schema23.allOf[1].then.properties.max_gap.type},message:"must be integer,string",schema:schema23.allOf[1].then.properties.max_gap.type,parentSchema:schema23.allOf[1].then.properties.max_gap,data:data25};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 < 0 || isNaN(data25)){
+const err63 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[1].then.properties.max_gap,data:data25};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+if(typeof data25 === "string"){
+if(!pattern17.test(data25)){
+const err64 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/1/then/properties/max_gap/pattern",keyword:"pattern",params:{pattern: "^auto$"},message:"must match pattern \""+"^auto$"+"\"",schema:"^auto$",parentSchema:schema23.allOf[1].then.properties.max_gap,data:data25};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath,schemaPath:"#/allOf/1/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[1].then.type,parentSchema:schema23.allOf[1].then,data};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+var _valid1 = _errs19 === errors;
+valid5 = _valid1;
+}
+if(!valid5){
+const err66 = {instancePath,schemaPath:"#/allOf/1/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[1].if,parentSchema:schema23.allOf[1],data};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+const _errs77 = errors;
+let valid18 = true;
+const _errs78 = errors;
+if(errors === _errs78){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing4;
+if((data.driver === undefined) && (missing4 = "driver")){
+const err67 = {};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+else {
+if(data.driver !== undefined){
+if("modbus-tcp" !== data.driver){
+const err68 = {};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err69 = {};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+var _valid4 = _errs78 === errors;
+errors = _errs77;
+if(vErrors !== null){
+if(_errs77){
+vErrors.length = _errs77;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid4){
+const _errs81 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.port === undefined){
 data.port = 502;
@@ -674,354 +1051,7 @@ if(data.max_gap === undefined){
 data.max_gap = "auto";
 }
 if(data.host === undefined){
-const err42 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'",schema:schema23.allOf[2].then.required,parentSchema:schema23.allOf[2].then,data};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-for(const key2 in data){
-if(!((((((((key2 === "id") || (key2 === "driver")) || (key2 === "host")) || (key2 === "port")) || (key2 === "timeout")) || (key2 === "retries")) || (key2 === "max_registers")) || (key2 === "max_gap"))){
-const err43 = {instancePath,schemaPath:"#/allOf/2/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema23.allOf[2].then,data};
-if(vErrors === null){
-vErrors = [err43];
-}
-else {
-vErrors.push(err43);
-}
-errors++;
-}
-}
-if(data.id !== undefined){
-let data17 = data.id;
-if(typeof data17 === "string"){
-if(!pattern14.test(data17)){
-const err44 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data17};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-}
-else {
-const err45 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data17};
-if(vErrors === null){
-vErrors = [err45];
-}
-else {
-vErrors.push(err45);
-}
-errors++;
-}
-}
-if(data.driver !== undefined){
-let data18 = data.driver;
-if(typeof data18 !== "string"){
-const err46 = {instancePath:instancePath+"/driver",schemaPath:"#/allOf/2/then/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[2].then.properties.driver.type,parentSchema:schema23.allOf[2].then.properties.driver,data:data18};
-if(vErrors === null){
-vErrors = [err46];
-}
-else {
-vErrors.push(err46);
-}
-errors++;
-}
-}
-if(data.host !== undefined){
-let data19 = data.host;
-if(typeof data19 === "string"){
-if(func3(data19) < 1){
-const err47 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/2/then/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema23.allOf[2].then.properties.host,data:data19};
-if(vErrors === null){
-vErrors = [err47];
-}
-else {
-vErrors.push(err47);
-}
-errors++;
-}
-}
-else {
-const err48 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/2/then/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[2].then.properties.host.type,parentSchema:schema23.allOf[2].then.properties.host,data:data19};
-if(vErrors === null){
-vErrors = [err48];
-}
-else {
-vErrors.push(err48);
-}
-errors++;
-}
-}
-let data20 = data.port;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err49 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/2/then/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[2].then.properties.port.type,parentSchema:schema23.allOf[2].then.properties.port,data:data20};
-if(vErrors === null){
-vErrors = [err49];
-}
-else {
-vErrors.push(err49);
-}
-errors++;
-}
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 65535 || isNaN(data20)){
-const err50 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/2/then/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema23.allOf[2].then.properties.port,data:data20};
-if(vErrors === null){
-vErrors = [err50];
-}
-else {
-vErrors.push(err50);
-}
-errors++;
-}
-if(data20 < 1 || isNaN(data20)){
-const err51 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/2/then/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema23.allOf[2].then.properties.port,data:data20};
-if(vErrors === null){
-vErrors = [err51];
-}
-else {
-vErrors.push(err51);
-}
-errors++;
-}
-}
-let data21 = data.timeout;
-if(typeof data21 === "string"){
-if(!pattern5.test(data21)){
-const err52 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data21};
-if(vErrors === null){
-vErrors = [err52];
-}
-else {
-vErrors.push(err52);
-}
-errors++;
-}
-}
-else {
-const err53 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data21};
-if(vErrors === null){
-vErrors = [err53];
-}
-else {
-vErrors.push(err53);
-}
-errors++;
-}
-let data22 = data.retries;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err54 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/2/then/properties/retries/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[2].then.properties.retries.type,parentSchema:schema23.allOf[2].then.properties.retries,data:data22};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 10 || isNaN(data22)){
-const err55 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/2/then/properties/retries/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema23.allOf[2].then.properties.retries,data:data22};
-if(vErrors === null){
-vErrors = [err55];
-}
-else {
-vErrors.push(err55);
-}
-errors++;
-}
-if(data22 < 0 || isNaN(data22)){
-const err56 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/2/then/properties/retries/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[2].then.properties.retries,data:data22};
-if(vErrors === null){
-vErrors = [err56];
-}
-else {
-vErrors.push(err56);
-}
-errors++;
-}
-}
-let data23 = data.max_registers;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err57 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/2/then/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[2].then.properties.max_registers.type,parentSchema:schema23.allOf[2].then.properties.max_registers,data:data23};
-if(vErrors === null){
-vErrors = [err57];
-}
-else {
-vErrors.push(err57);
-}
-errors++;
-}
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 125 || isNaN(data23)){
-const err58 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/2/then/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema23.allOf[2].then.properties.max_registers,data:data23};
-if(vErrors === null){
-vErrors = [err58];
-}
-else {
-vErrors.push(err58);
-}
-errors++;
-}
-if(data23 < 1 || isNaN(data23)){
-const err59 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/2/then/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema23.allOf[2].then.properties.max_registers,data:data23};
-if(vErrors === null){
-vErrors = [err59];
-}
-else {
-vErrors.push(err59);
-}
-errors++;
-}
-}
-let data24 = data.max_gap;
-if((!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))) && (typeof data24 !== "string")){
-const err60 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/type",keyword:"type",params:{type: schema23.allOf[2].then.properties.max_gap.type},message:"must be integer,string",schema:schema23.allOf[2].then.properties.max_gap.type,parentSchema:schema23.allOf[2].then.properties.max_gap,data:data24};
-if(vErrors === null){
-vErrors = [err60];
-}
-else {
-vErrors.push(err60);
-}
-errors++;
-}
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 < 0 || isNaN(data24)){
-const err61 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[2].then.properties.max_gap,data:data24};
-if(vErrors === null){
-vErrors = [err61];
-}
-else {
-vErrors.push(err61);
-}
-errors++;
-}
-}
-if(typeof data24 === "string"){
-if(!pattern17.test(data24)){
-const err62 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/pattern",keyword:"pattern",params:{pattern: "^auto$"},message:"must match pattern \""+"^auto$"+"\"",schema:"^auto$",parentSchema:schema23.allOf[2].then.properties.max_gap,data:data24};
-if(vErrors === null){
-vErrors = [err62];
-}
-else {
-vErrors.push(err62);
-}
-errors++;
-}
-}
-}
-else {
-const err63 = {instancePath,schemaPath:"#/allOf/2/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[2].then.type,parentSchema:schema23.allOf[2].then,data};
-if(vErrors === null){
-vErrors = [err63];
-}
-else {
-vErrors.push(err63);
-}
-errors++;
-}
-var _valid2 = _errs50 === errors;
-valid10 = _valid2;
-}
-if(!valid10){
-const err64 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[2].if,parentSchema:schema23.allOf[2],data};
-if(vErrors === null){
-vErrors = [err64];
-}
-else {
-vErrors.push(err64);
-}
-errors++;
-}
-const _errs73 = errors;
-let valid15 = true;
-const _errs74 = errors;
-if(errors === _errs74){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing3;
-if((data.driver === undefined) && (missing3 = "driver")){
-const err65 = {};
-if(vErrors === null){
-vErrors = [err65];
-}
-else {
-vErrors.push(err65);
-}
-errors++;
-}
-else {
-if(data.driver !== undefined){
-if("gpio" !== data.driver){
-const err66 = {};
-if(vErrors === null){
-vErrors = [err66];
-}
-else {
-vErrors.push(err66);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err67 = {};
-if(vErrors === null){
-vErrors = [err67];
-}
-else {
-vErrors.push(err67);
-}
-errors++;
-}
-}
-var _valid3 = _errs74 === errors;
-errors = _errs73;
-if(vErrors !== null){
-if(_errs73){
-vErrors.length = _errs73;
-}
-else {
-vErrors = null;
-}
-}
-if(_valid3){
-const _errs77 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-for(const key3 in data){
-if(!(((key3 === "id") || (key3 === "driver")) || (key3 === "chip"))){
-const err68 = {instancePath,schemaPath:"#/allOf/3/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema23.allOf[3].then,data};
-if(vErrors === null){
-vErrors = [err68];
-}
-else {
-vErrors.push(err68);
-}
-errors++;
-}
-}
-if(data.id !== undefined){
-let data26 = data.id;
-if(typeof data26 === "string"){
-if(!pattern14.test(data26)){
-const err69 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data26};
-if(vErrors === null){
-vErrors = [err69];
-}
-else {
-vErrors.push(err69);
-}
-errors++;
-}
-}
-else {
-const err70 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data26};
+const err70 = {instancePath,schemaPath:"#/allOf/2/then/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'",schema:schema23.allOf[2].then.required,parentSchema:schema23.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1030,11 +1060,9 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-if(data.driver !== undefined){
-let data27 = data.driver;
-if(typeof data27 !== "string"){
-const err71 = {instancePath:instancePath+"/driver",schemaPath:"#/allOf/3/then/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[3].then.properties.driver.type,parentSchema:schema23.allOf[3].then.properties.driver,data:data27};
+for(const key4 in data){
+if(!((((((((key4 === "id") || (key4 === "driver")) || (key4 === "host")) || (key4 === "port")) || (key4 === "timeout")) || (key4 === "retries")) || (key4 === "max_registers")) || (key4 === "max_gap"))){
+const err71 = {instancePath,schemaPath:"#/allOf/2/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema23.allOf[2].then,data};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -1044,11 +1072,11 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data.chip !== undefined){
-let data28 = data.chip;
-if(typeof data28 === "string"){
-if(func3(data28) < 1){
-const err72 = {instancePath:instancePath+"/chip",schemaPath:"#/allOf/3/then/properties/chip/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema23.allOf[3].then.properties.chip,data:data28};
+if(data.id !== undefined){
+let data27 = data.id;
+if(typeof data27 === "string"){
+if(!pattern14.test(data27)){
+const err72 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data27};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1059,7 +1087,7 @@ errors++;
 }
 }
 else {
-const err73 = {instancePath:instancePath+"/chip",schemaPath:"#/allOf/3/then/properties/chip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[3].then.properties.chip.type,parentSchema:schema23.allOf[3].then.properties.chip,data:data28};
+const err73 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data27};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1069,9 +1097,10 @@ vErrors.push(err73);
 errors++;
 }
 }
-}
-else {
-const err74 = {instancePath,schemaPath:"#/allOf/3/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[3].then.type,parentSchema:schema23.allOf[3].then,data};
+if(data.driver !== undefined){
+let data28 = data.driver;
+if(typeof data28 !== "string"){
+const err74 = {instancePath:instancePath+"/driver",schemaPath:"#/allOf/2/then/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[2].then.properties.driver.type,parentSchema:schema23.allOf[2].then.properties.driver,data:data28};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1080,11 +1109,12 @@ vErrors.push(err74);
 }
 errors++;
 }
-var _valid3 = _errs77 === errors;
-valid15 = _valid3;
 }
-if(!valid15){
-const err75 = {instancePath,schemaPath:"#/allOf/3/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[3].if,parentSchema:schema23.allOf[3],data};
+if(data.host !== undefined){
+let data29 = data.host;
+if(typeof data29 === "string"){
+if(func3(data29) < 1){
+const err75 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/2/then/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema23.allOf[2].then.properties.host,data:data29};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1093,9 +1123,9 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err76 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema23.required,parentSchema:schema23,data};
+}
+else {
+const err76 = {instancePath:instancePath+"/host",schemaPath:"#/allOf/2/then/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[2].then.properties.host.type,parentSchema:schema23.allOf[2].then.properties.host,data:data29};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1104,8 +1134,10 @@ vErrors.push(err76);
 }
 errors++;
 }
-if(data.driver === undefined){
-const err77 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema23.required,parentSchema:schema23,data};
+}
+let data30 = data.port;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err77 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/2/then/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[2].then.properties.port.type,parentSchema:schema23.allOf[2].then.properties.port,data:data30};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1114,11 +1146,9 @@ vErrors.push(err77);
 }
 errors++;
 }
-if(data.id !== undefined){
-let data29 = data.id;
-if(typeof data29 === "string"){
-if(!pattern14.test(data29)){
-const err78 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data29};
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 > 65535 || isNaN(data30)){
+const err78 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/2/then/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535",schema:65535,parentSchema:schema23.allOf[2].then.properties.port,data:data30};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1127,9 +1157,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-else {
-const err79 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data29};
+if(data30 < 1 || isNaN(data30)){
+const err79 = {instancePath:instancePath+"/port",schemaPath:"#/allOf/2/then/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema23.allOf[2].then.properties.port,data:data30};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1139,10 +1168,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data.driver !== undefined){
-let data30 = data.driver;
-if(!((((data30 === "simulator") || (data30 === "modbus-rtu")) || (data30 === "modbus-tcp")) || (data30 === "gpio"))){
-const err80 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/enum",keyword:"enum",params:{allowedValues: schema23.properties.driver.enum},message:"must be equal to one of the allowed values",schema:schema23.properties.driver.enum,parentSchema:schema23.properties.driver,data:data30};
+let data31 = data.timeout;
+if(typeof data31 === "string"){
+if(!pattern5.test(data31)){
+const err80 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/pattern",keyword:"pattern",params:{pattern: "^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"},message:"must match pattern \""+"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$"+"\"",schema:"^([0-9]+(\\.[0-9]+)?(ms|s|m|h|d))+$",parentSchema:schema15,data:data31};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1152,14 +1181,362 @@ vErrors.push(err80);
 errors++;
 }
 }
-}
 else {
-const err81 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.type,parentSchema:schema23,data};
+const err81 = {instancePath:instancePath+"/timeout",schemaPath:"#/definitions/duration/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema15.type,parentSchema:schema15,data:data31};
 if(vErrors === null){
 vErrors = [err81];
 }
 else {
 vErrors.push(err81);
+}
+errors++;
+}
+let data32 = data.retries;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+const err82 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/2/then/properties/retries/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[2].then.properties.retries.type,parentSchema:schema23.allOf[2].then.properties.retries,data:data32};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 > 10 || isNaN(data32)){
+const err83 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/2/then/properties/retries/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10",schema:10,parentSchema:schema23.allOf[2].then.properties.retries,data:data32};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(data32 < 0 || isNaN(data32)){
+const err84 = {instancePath:instancePath+"/retries",schemaPath:"#/allOf/2/then/properties/retries/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[2].then.properties.retries,data:data32};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+}
+let data33 = data.max_registers;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+const err85 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/2/then/properties/max_registers/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema23.allOf[2].then.properties.max_registers.type,parentSchema:schema23.allOf[2].then.properties.max_registers,data:data33};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 125 || isNaN(data33)){
+const err86 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/2/then/properties/max_registers/maximum",keyword:"maximum",params:{comparison: "<=", limit: 125},message:"must be <= 125",schema:125,parentSchema:schema23.allOf[2].then.properties.max_registers,data:data33};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data33 < 1 || isNaN(data33)){
+const err87 = {instancePath:instancePath+"/max_registers",schemaPath:"#/allOf/2/then/properties/max_registers/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema23.allOf[2].then.properties.max_registers,data:data33};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+}
+let data34 = data.max_gap;
+if((!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))) && (typeof data34 !== "string")){
+const err88 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/type",keyword:"type",params:{type: schema23.allOf[2].then.properties.max_gap.type},message:"must be integer,string",schema:schema23.allOf[2].then.properties.max_gap.type,parentSchema:schema23.allOf[2].then.properties.max_gap,data:data34};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 < 0 || isNaN(data34)){
+const err89 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema23.allOf[2].then.properties.max_gap,data:data34};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+if(typeof data34 === "string"){
+if(!pattern17.test(data34)){
+const err90 = {instancePath:instancePath+"/max_gap",schemaPath:"#/allOf/2/then/properties/max_gap/pattern",keyword:"pattern",params:{pattern: "^auto$"},message:"must match pattern \""+"^auto$"+"\"",schema:"^auto$",parentSchema:schema23.allOf[2].then.properties.max_gap,data:data34};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+}
+else {
+const err91 = {instancePath,schemaPath:"#/allOf/2/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[2].then.type,parentSchema:schema23.allOf[2].then,data};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+var _valid4 = _errs81 === errors;
+valid18 = _valid4;
+}
+if(!valid18){
+const err92 = {instancePath,schemaPath:"#/allOf/2/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[2].if,parentSchema:schema23.allOf[2],data};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+const _errs104 = errors;
+let valid23 = true;
+const _errs105 = errors;
+if(errors === _errs105){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing5;
+if((data.driver === undefined) && (missing5 = "driver")){
+const err93 = {};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+else {
+if(data.driver !== undefined){
+if("gpio" !== data.driver){
+const err94 = {};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err95 = {};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+var _valid5 = _errs105 === errors;
+errors = _errs104;
+if(vErrors !== null){
+if(_errs104){
+vErrors.length = _errs104;
+}
+else {
+vErrors = null;
+}
+}
+if(_valid5){
+const _errs108 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key5 in data){
+if(!(((key5 === "id") || (key5 === "driver")) || (key5 === "chip"))){
+const err96 = {instancePath,schemaPath:"#/allOf/3/then/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema23.allOf[3].then,data};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data36 = data.id;
+if(typeof data36 === "string"){
+if(!pattern14.test(data36)){
+const err97 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data36};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+}
+else {
+const err98 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data36};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+if(data.driver !== undefined){
+let data37 = data.driver;
+if(typeof data37 !== "string"){
+const err99 = {instancePath:instancePath+"/driver",schemaPath:"#/allOf/3/then/properties/driver/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[3].then.properties.driver.type,parentSchema:schema23.allOf[3].then.properties.driver,data:data37};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+if(data.chip !== undefined){
+let data38 = data.chip;
+if(typeof data38 === "string"){
+if(func3(data38) < 1){
+const err100 = {instancePath:instancePath+"/chip",schemaPath:"#/allOf/3/then/properties/chip/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema23.allOf[3].then.properties.chip,data:data38};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+}
+else {
+const err101 = {instancePath:instancePath+"/chip",schemaPath:"#/allOf/3/then/properties/chip/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema23.allOf[3].then.properties.chip.type,parentSchema:schema23.allOf[3].then.properties.chip,data:data38};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+}
+else {
+const err102 = {instancePath,schemaPath:"#/allOf/3/then/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.allOf[3].then.type,parentSchema:schema23.allOf[3].then,data};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+var _valid5 = _errs108 === errors;
+valid23 = _valid5;
+}
+if(!valid23){
+const err103 = {instancePath,schemaPath:"#/allOf/3/if",keyword:"if",params:{failingKeyword: "then"},message:"must match \"then\" schema",schema:schema23.allOf[3].if,parentSchema:schema23.allOf[3],data};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err104 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'",schema:schema23.required,parentSchema:schema23,data};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+if(data.driver === undefined){
+const err105 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema23.required,parentSchema:schema23,data};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data39 = data.id;
+if(typeof data39 === "string"){
+if(!pattern14.test(data39)){
+const err106 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_.-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_.-]{1,64}$"+"\"",schema:"^[A-Za-z0-9_.-]{1,64}$",parentSchema:schema24,data:data39};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/id",schemaPath:"#/definitions/id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema24.type,parentSchema:schema24,data:data39};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+}
+if(data.driver !== undefined){
+let data40 = data.driver;
+if(!((((data40 === "simulator") || (data40 === "modbus-rtu")) || (data40 === "modbus-tcp")) || (data40 === "gpio"))){
+const err108 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/enum",keyword:"enum",params:{allowedValues: schema23.properties.driver.enum},message:"must be equal to one of the allowed values",schema:schema23.properties.driver.enum,parentSchema:schema23.properties.driver,data:data40};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+}
+}
+else {
+const err109 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema23.type,parentSchema:schema23,data};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
 }
 errors++;
 }
@@ -9694,14 +10071,14 @@ return errors === 0;
 }
 
 export const condition2 = validate34;
-const schema59 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
+const schema59 = {"type":"object","properties":{"mode":{"const":"kernel"}},"required":["mode"]};
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema59.required,parentSchema:schema59,data};
+if(data.mode === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'",schema:schema59.required,parentSchema:schema59,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9710,10 +10087,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.driver !== undefined){
-let data0 = data.driver;
-if("modbus-tcp" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema59.properties.driver,data:data0};
+if(data.mode !== undefined){
+let data0 = data.mode;
+if("kernel" !== data0){
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/const",keyword:"const",params:{allowedValue: "kernel"},message:"must be equal to constant",schema:"kernel",parentSchema:schema59.properties.mode,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9739,14 +10116,14 @@ return errors === 0;
 }
 
 export const condition3 = validate35;
-const schema60 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
+const schema60 = {"type":"object","properties":{"mode":{"const":"gpio"}},"required":["mode"]};
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.driver === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema60.required,parentSchema:schema60,data};
+if(data.mode === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mode"},message:"must have required property '"+"mode"+"'",schema:schema60.required,parentSchema:schema60,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9755,10 +10132,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.driver !== undefined){
-let data0 = data.driver;
+if(data.mode !== undefined){
+let data0 = data.mode;
 if("gpio" !== data0){
-const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema60.properties.driver,data:data0};
+const err1 = {instancePath:instancePath+"/mode",schemaPath:"#/properties/mode/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema60.properties.mode,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9784,14 +10161,14 @@ return errors === 0;
 }
 
 export const condition4 = validate36;
-const schema61 = {"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]};
+const schema61 = {"type":"object","properties":{"driver":{"const":"modbus-tcp"}},"required":["driver"]};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.rate_of === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "rate_of"},message:"must have required property '"+"rate_of"+"'",schema:schema61.required,parentSchema:schema61,data};
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema61.required,parentSchema:schema61,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9800,10 +10177,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.rate_of !== undefined){
-let data0 = data.rate_of;
-if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/rate_of",schemaPath:"#/properties/rate_of/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema61.properties.rate_of.type,parentSchema:schema61.properties.rate_of,data:data0};
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("modbus-tcp" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "modbus-tcp"},message:"must be equal to constant",schema:"modbus-tcp",parentSchema:schema61.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9829,14 +10206,14 @@ return errors === 0;
 }
 
 export const condition5 = validate37;
-const schema62 = {"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]};
+const schema62 = {"type":"object","properties":{"driver":{"const":"gpio"}},"required":["driver"]};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.transport === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema62.required,parentSchema:schema62,data};
+if(data.driver === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "driver"},message:"must have required property '"+"driver"+"'",schema:schema62.required,parentSchema:schema62,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9845,10 +10222,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.transport !== undefined){
-let data0 = data.transport;
-if("tcp" !== data0){
-const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "tcp"},message:"must be equal to constant",schema:"tcp",parentSchema:schema62.properties.transport,data:data0};
+if(data.driver !== undefined){
+let data0 = data.driver;
+if("gpio" !== data0){
+const err1 = {instancePath:instancePath+"/driver",schemaPath:"#/properties/driver/const",keyword:"const",params:{allowedValue: "gpio"},message:"must be equal to constant",schema:"gpio",parentSchema:schema62.properties.driver,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9874,14 +10251,14 @@ return errors === 0;
 }
 
 export const condition6 = validate38;
-const schema63 = {"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]};
+const schema63 = {"type":"object","properties":{"rate_of":{"type":"string"}},"required":["rate_of"]};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.transport === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema63.required,parentSchema:schema63,data};
+if(data.rate_of === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "rate_of"},message:"must have required property '"+"rate_of"+"'",schema:schema63.required,parentSchema:schema63,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9890,10 +10267,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.transport !== undefined){
-let data0 = data.transport;
-if("rtu" !== data0){
-const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "rtu"},message:"must be equal to constant",schema:"rtu",parentSchema:schema63.properties.transport,data:data0};
+if(data.rate_of !== undefined){
+let data0 = data.rate_of;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/rate_of",schemaPath:"#/properties/rate_of/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema63.properties.rate_of.type,parentSchema:schema63.properties.rate_of,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9919,14 +10296,14 @@ return errors === 0;
 }
 
 export const condition7 = validate39;
-const schema64 = {"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]};
+const schema64 = {"type":"object","properties":{"transport":{"const":"tcp"}},"required":["transport"]};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.persona === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "persona"},message:"must have required property '"+"persona"+"'",schema:schema64.required,parentSchema:schema64,data};
+if(data.transport === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema64.required,parentSchema:schema64,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9935,10 +10312,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.persona !== undefined){
-let data0 = data.persona;
-if(typeof data0 !== "string"){
-const err1 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema64.properties.persona.type,parentSchema:schema64.properties.persona,data:data0};
+if(data.transport !== undefined){
+let data0 = data.transport;
+if("tcp" !== data0){
+const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "tcp"},message:"must be equal to constant",schema:"tcp",parentSchema:schema64.properties.transport,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9964,14 +10341,14 @@ return errors === 0;
 }
 
 export const condition8 = validate40;
-const schema65 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
+const schema65 = {"type":"object","properties":{"transport":{"const":"rtu"}},"required":["transport"]};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema65.required,parentSchema:schema65,data};
+if(data.transport === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "transport"},message:"must have required property '"+"transport"+"'",schema:schema65.required,parentSchema:schema65,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -9980,10 +10357,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("constant" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema65.properties.fn,data:data0};
+if(data.transport !== undefined){
+let data0 = data.transport;
+if("rtu" !== data0){
+const err1 = {instancePath:instancePath+"/transport",schemaPath:"#/properties/transport/const",keyword:"const",params:{allowedValue: "rtu"},message:"must be equal to constant",schema:"rtu",parentSchema:schema65.properties.transport,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10009,14 +10386,14 @@ return errors === 0;
 }
 
 export const condition9 = validate41;
-const schema66 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
+const schema66 = {"type":"object","properties":{"persona":{"type":"string"}},"required":["persona"]};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.fn === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema66.required,parentSchema:schema66,data};
+if(data.persona === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "persona"},message:"must have required property '"+"persona"+"'",schema:schema66.required,parentSchema:schema66,data};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10025,10 +10402,10 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.fn !== undefined){
-let data0 = data.fn;
-if("sine" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema66.properties.fn,data:data0};
+if(data.persona !== undefined){
+let data0 = data.persona;
+if(typeof data0 !== "string"){
+const err1 = {instancePath:instancePath+"/persona",schemaPath:"#/properties/persona/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema66.properties.persona.type,parentSchema:schema66.properties.persona,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10054,7 +10431,7 @@ return errors === 0;
 }
 
 export const condition10 = validate42;
-const schema67 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+const schema67 = {"type":"object","properties":{"fn":{"const":"constant"}},"required":["fn"]};
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -10072,8 +10449,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("random_walk" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema67.properties.fn,data:data0};
+if("constant" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "constant"},message:"must be equal to constant",schema:"constant",parentSchema:schema67.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10099,7 +10476,7 @@ return errors === 0;
 }
 
 export const condition11 = validate43;
-const schema68 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+const schema68 = {"type":"object","properties":{"fn":{"const":"sine"}},"required":["fn"]};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -10117,8 +10494,8 @@ errors++;
 }
 if(data.fn !== undefined){
 let data0 = data.fn;
-if("counter" !== data0){
-const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema68.properties.fn,data:data0};
+if("sine" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "sine"},message:"must be equal to constant",schema:"sine",parentSchema:schema68.properties.fn,data:data0};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10143,17 +10520,109 @@ validate43.errors = vErrors;
 return errors === 0;
 }
 
+export const condition12 = validate44;
+const schema69 = {"type":"object","properties":{"fn":{"const":"random_walk"}},"required":["fn"]};
+
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema69.required,parentSchema:schema69,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("random_walk" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "random_walk"},message:"must be equal to constant",schema:"random_walk",parentSchema:schema69.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema69.type,parentSchema:schema69,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+
+export const condition13 = validate45;
+const schema70 = {"type":"object","properties":{"fn":{"const":"counter"}},"required":["fn"]};
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.fn === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fn"},message:"must have required property '"+"fn"+"'",schema:schema70.required,parentSchema:schema70,data};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fn !== undefined){
+let data0 = data.fn;
+if("counter" !== data0){
+const err1 = {instancePath:instancePath+"/fn",schemaPath:"#/properties/fn/const",keyword:"const",params:{allowedValue: "counter"},message:"must be equal to constant",schema:"counter",parentSchema:schema70.properties.fn,data:data0};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema70.type,parentSchema:schema70,data};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate45.errors = vErrors;
+return errors === 0;
+}
+
 export const conditions = {
   "/definitions/bus/allOf/0/if": condition0,
   "/definitions/bus/allOf/1/if": condition1,
-  "/definitions/bus/allOf/2/if": condition2,
-  "/definitions/bus/allOf/3/if": condition3,
-  "/definitions/gpio_point/if": condition4,
-  "/definitions/server/allOf/0/if": condition5,
-  "/definitions/server/allOf/1/if": condition6,
-  "/definitions/server_unit/allOf/0/if": condition7,
-  "/definitions/sim_point/allOf/0/if": condition8,
-  "/definitions/sim_point/allOf/1/if": condition9,
-  "/definitions/sim_point/allOf/2/if": condition10,
-  "/definitions/sim_point/allOf/3/if": condition11,
+  "/definitions/bus/allOf/1/then/properties/rs485/allOf/0/if": condition2,
+  "/definitions/bus/allOf/1/then/properties/rs485/allOf/1/if": condition3,
+  "/definitions/bus/allOf/2/if": condition4,
+  "/definitions/bus/allOf/3/if": condition5,
+  "/definitions/gpio_point/if": condition6,
+  "/definitions/server/allOf/0/if": condition7,
+  "/definitions/server/allOf/1/if": condition8,
+  "/definitions/server_unit/allOf/0/if": condition9,
+  "/definitions/sim_point/allOf/0/if": condition10,
+  "/definitions/sim_point/allOf/1/if": condition11,
+  "/definitions/sim_point/allOf/2/if": condition12,
+  "/definitions/sim_point/allOf/3/if": condition13,
 };

@@ -135,7 +135,14 @@ export interface ModbusRtuBusConfig extends BusConfig, ModbusBusCommon {
   stop_bits: 1 | 2;
   /** The adapter hands back what the gateway sends: true drops our own bytes, "auto" turns that on when seen (schema default false). */
   echo: boolean | 'auto';
+  /** RS-485 direction: set in the kernel (the UART drives DE/RE from RTS), or a DE pin the gateway drives. Absent: the adapter does it. */
+  rs485?: Rs485Config;
 }
+
+/** Bus option `rs485` (schema defaults filled: rts_on_send true, delays 0). */
+export type Rs485Config =
+  | { mode: 'kernel'; rts_on_send: boolean; delay_before_send_us: number; delay_after_send_us: number }
+  | { mode: 'gpio'; /** BCM number of the transceiver's DE/RE pin. */ de_pin: number };
 
 export interface ModbusTcpBusConfig extends BusConfig, ModbusBusCommon {
   driver: 'modbus-tcp';

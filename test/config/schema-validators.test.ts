@@ -40,8 +40,10 @@ test('the unit walk evaluates every if of schema.json and follows every x-unit',
   const schema = JSON.parse(readFileSync(`${REPO}src/config/schema.json`, 'utf8')) as Record<string, unknown>;
   const { conditions, problems } = analyseSchema(schema);
   assert.equal(problems, []);
-  assert.equal(conditions, [0, 1, 2, 3].map((i) => `/definitions/bus/allOf/${i}/if`)
-    .concat(['/definitions/gpio_point/if'])
+  assert.equal(conditions, ['/definitions/bus/allOf/0/if', '/definitions/bus/allOf/1/if']
+    // modbus-rtu's rs485 "kernel" / "gpio" (they test `mode`, which has no default)
+    .concat([0, 1].map((i) => `/definitions/bus/allOf/1/then/properties/rs485/allOf/${i}/if`))
+    .concat(['/definitions/bus/allOf/2/if', '/definitions/bus/allOf/3/if', '/definitions/gpio_point/if'])
     .concat([0, 1].map((i) => `/definitions/server/allOf/${i}/if`), ['/definitions/server_unit/allOf/0/if'])
     .concat([0, 1, 2, 3].map((i) => `/definitions/sim_point/allOf/${i}/if`)));
 });

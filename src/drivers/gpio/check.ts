@@ -10,6 +10,8 @@ import { planLines } from './plan.js';
 export interface GpioCheckOptions {
   /** Serial ports of the configured modbus-rtu buses: a UART on the header claims its TX/RX pins. */
   serialPorts?: readonly string[];
+  /** DE pins of modbus-rtu buses in rs485 "gpio" mode (BCM, with the bus's id): the bus drives them around each frame. */
+  dePins?: readonly { pin: number; bus: string }[];
   /** How a device is named in paths; default `devices.<id>`. */
   devicePath?: (deviceId: string) => string;
 }
@@ -46,6 +48,8 @@ export function checkGpioConfig(devices: readonly ResolvedDevice[], board?: Boar
     if (!uart) continue;
     for (const pin of [uart.tx, uart.rx]) claims.set(pin, `the UART ${uart.name} of bus port ${port}`);
   }
+  // A DE pin toggled by a bus around every frame would fight a point's writes, or flood an input with edges.
+  for (const { pin, bus } of options.dePins ?? []) if (!claims.has(pin)) claims.set(pin, `the DE pin (rs485 "gpio") of bus "${bus}"`);
   for (const line of lines) {
     const owner = claims.get(line.bcm);
     const here = `device ${line.deviceId} point ${line.point}`;
@@ -68,9 +72,12 @@ export function gpioConfigChecker(config: GatewayConfig, boardsDir?: string): st
     const gpioBuses = new Set(config.buses.filter((b) => b.driver === 'gpio').map((b) => b.id));
     if (gpioBuses.size === 0) return [];
     const { board, problems } = resolveConfigBoard(config.gateway.board, boardsDir);
-    const serialPorts = config.buses
-      .filter((b) => b.driver === 'modbus-rtu' && typeof b.port === 'string')
-      .map((b) => b.port as string);
+    const rtuBuses = config.buses.filter((b) => b.driver === 'modbus-rtu');
+    const serialPorts = rtuBuses.filter((b) => typeof b.port === 'string').map((b) => b.port as string);
+    const dePins = rtuBuses.flatMap((b) => {
+      const rs485 = b.rs485 as { mode?: string; de_pin?: unknown } | undefined;
+      return rs485?.mode === 'gpio' && typeof rs485.de_pin === 'number' ? [{ pin: rs485.de_pin, bus: b.id }] : [];
+    });
     const devices: ResolvedDevice[] = [];
     const paths = new Map<string, string>();
     config.devices.forEach((device, index) => {
@@ -82,6 +89,7 @@ export function gpioConfigChecker(config: GatewayConfig, boardsDir?: string): st
     });
     return [...problems, ...checkGpioConfig(devices, board, {
       serialPorts,
+      dePins,
       devicePath: (id) => paths.get(id) ?? `devices.${id}`,
     })];
   } catch (e) {

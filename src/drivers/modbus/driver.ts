@@ -70,6 +70,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
   });
   // An echoing adapter is worth one line in the journal: a write's copy is taken for its answer until `echo` is set.
   transport.onEcho?.((note) => log.warn({ link: transport.label }, note));
+  // A port that refuses the bus's `rs485` setting (a pty, a USB adapter with automatic direction): one line, the bus runs.
+  transport.onRs485?.((note) => log.warn({ link: transport.label }, note));
   const health = { ...DEFAULT_HEALTH, ...tuning.health };
   const devices = new Map<string, CompiledDevice>();
   /** The resolved config each compiled device came from: the same object on setDevices means unchanged. */

@@ -25,7 +25,15 @@ export interface ModbusLink {
 const configError = (bus: BusConfig, message: string): GatewayError => new GatewayError('CONFIG_INVALID', `bus ${bus.id}: ${message}`);
 
 export function rtuOptions(bus: ModbusRtuBusConfig): RtuOptions {
-  return { path: bus.port, baudRate: bus.baud_rate, parity: bus.parity, dataBits: bus.data_bits, stopBits: bus.stop_bits, echo: bus.echo };
+  return { path: bus.port, baudRate: bus.baud_rate, parity: bus.parity, dataBits: bus.data_bits, stopBits: bus.stop_bits, echo: bus.echo, ...rs485Of(bus) };
+}
+
+/** The bus option `rs485` as the link takes it (the schema filled its defaults). */
+function rs485Of(bus: ModbusRtuBusConfig): Pick<RtuOptions, 'rs485'> {
+  const rs485 = bus.rs485;
+  if (!rs485) return {};
+  if (rs485.mode === 'gpio') return { rs485: { mode: 'gpio', dePin: rs485.de_pin } };
+  return { rs485: { mode: 'kernel', rtsOnSend: rs485.rts_on_send, delayBeforeSendUs: rs485.delay_before_send_us, delayAfterSendUs: rs485.delay_after_send_us } };
 }
 
 const maxGapOf = (bus: ModbusRtuBusConfig | ModbusTcpBusConfig): 'auto' | number => (typeof bus.max_gap === 'number' ? bus.max_gap : 'auto');

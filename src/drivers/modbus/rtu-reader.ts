@@ -29,6 +29,17 @@ export interface BoundPort {
   readonly isOpen: boolean;
   readonly poller: { on(event: 'readable', fn: (err: Error | null) => void): unknown; poll(flags: number): void };
   close(): Promise<void>;
+  /** Resolves once the UART's buffer has gone out (tcdrain(3) in the thread pool); absent on a test's port. */
+  drain?(): Promise<void>;
+}
+/**
+ * What drives the transceiver's direction around each frame (bus option `rs485`, mode "gpio": rs485-de.ts): told
+ * right before the first byte is written, and once the frame is handed to the kernel.
+ */
+export interface LineDirection {
+  transmit(): void;
+  /** `bytes` written from `startedAt` (performance.now()); `drained` settles once the UART has sent them. */
+  sent(bytes: number, startedAt: number, drained: Promise<unknown>): void;
 }
 /** What opens a port: serialport's detected binding, or (tests) one that wraps it. */
 export interface LineBinding { open(options: object): Promise<BoundPort> }
@@ -60,6 +71,8 @@ export abstract class RtuReader extends EventEmitter {
    * still dropped as ours, never taken for another master's frame; `auto` turns echo on when that happens.
    */
   echo: boolean;
+  /** Drives DE/RE around each frame (rs485 "gpio"); null when the UART or the adapter does it. */
+  direction: LineDirection | null = null;
   private readonly echoAuto: boolean;
   /** Our request of the current transaction (copied: the caller may write its next one meanwhile). */
   protected readonly sent = new Uint8Array(MAX_FRAME);
@@ -295,16 +308,26 @@ export abstract class RtuReader extends EventEmitter {
     this.quietTimer = undefined;
   }
 
-  /** Writes `data[offset, end)`; a full tty buffer (never for one frame in practice) is retried a millisecond later. */
-  private put(data: Uint8Array, offset: number, end: number): void {
-    const fd = this.port?.fd;
+  /**
+   * Writes `data[offset, end)`; a full tty buffer (never for one frame in practice) is retried a millisecond later.
+   * `startedAt`: when the frame's first write began (a retry's), for `direction`.
+   */
+  private put(data: Uint8Array, offset: number, end: number, startedAt = -1): void {
+    const port = this.port;
+    const fd = port?.fd;
     if (typeof fd !== 'number') return;
+    if (startedAt < 0) {
+      this.direction?.transmit();
+      startedAt = performance.now();
+    }
     try {
       while (offset < end) offset += writeSync(fd, data, offset, end - offset);
     } catch (err) {
       if (!isAgain(err)) return this.fail(err as Error);
-      setTimeout(() => this.put(data, offset, end), 1);
+      setTimeout(() => this.put(data, offset, end, startedAt), 1);
+      return;
     }
+    this.direction?.sent(end, startedAt, port?.drain?.() ?? Promise.resolve());
   }
 
   /** `n` bytes read into the transaction's buffer at `at`. */

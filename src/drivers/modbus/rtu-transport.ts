@@ -13,6 +13,7 @@ import { GatewayError } from '../../core/errors.js';
 import { decodeAnswer, encodeRequestInto } from '../../protocol/modbus/client-pdu.js';
 import { MAX_FRAME, sealRtu } from '../../protocol/modbus/frame.js';
 import { RtuLine } from './rtu-line.js';
+import { Rs485Control, type Rs485Deps } from './rs485-control.js';
 import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RawAnswer, type RtuOptions, type WireRequest } from './transport.js';
 
 type Answer = number[] | boolean[] | undefined;
@@ -64,10 +65,13 @@ export class RtuTransport implements ModbusTransport {
   /** The adapter was seen handing back our own bytes (told once). */
   private echoSeen = false;
   private echoHandler: (note: string) => void = () => {};
+  /** The bus option `rs485`: kernel mode set before each open, or the DE pin driven around each frame. */
+  readonly rs485: Rs485Control | null;
 
-  constructor(private readonly options: RtuOptions) {
+  constructor(private readonly options: RtuOptions, rs485Deps?: Rs485Deps) {
     this.label = options.path;
     this.charMs = 11_000 / options.baudRate;
+    this.rs485 = options.rs485 ? new Rs485Control(options.path, options.rs485, this.charMs, rs485Deps) : null;
   }
 
   /** Opens `line`'s port (a test stands in a wedged adapter here). */
@@ -77,6 +81,8 @@ export class RtuTransport implements ModbusTransport {
 
   async open(): Promise<void> {
     await this.close();
+    // Before the port opens: the kernel keeps a tty's RS-485 mode across opens, and DE must be low before any byte.
+    await this.rs485?.beforeOpen();
     // Echo seen on a line before (`auto`) stays on for the next one: it is the adapter's, not the open's.
     const line = new RtuLine(this.options.echo === 'auto' && this.echoSeen ? { ...this.options, echo: true } : this.options);
     line.onEcho = this.onEchoSeen;
@@ -84,6 +90,7 @@ export class RtuTransport implements ModbusTransport {
     line.on('close', () => this.markLost(line, 'closed'));
     line.onAnswer = this.onAnswer;
     line.onRefused = this.onRefused;
+    line.direction = this.rs485?.direction() ?? null;
     this.lost = false;
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
@@ -110,12 +117,13 @@ export class RtuTransport implements ModbusTransport {
     const line = this.line;
     this.line = null;
     this.settle(new Error(`${this.label} was closed`));
-    if (!line) return;
+    if (!line) return this.rs485?.afterClose();
     this.lateBefore += line.listener.lateAnswers;
     let guard: NodeJS.Timeout | undefined;
     // A vanished device may never let close() return.
     await Promise.race([line.close().catch(() => {}), new Promise<void>((resolve) => (guard = setTimeout(resolve, 1000)))]);
     clearTimeout(guard);
+    this.rs485?.afterClose();
   }
 
   isOpen(): boolean {
@@ -128,6 +136,10 @@ export class RtuTransport implements ModbusTransport {
 
   onEcho(fn: (note: string) => void): void {
     this.echoHandler = fn;
+  }
+
+  onRs485(fn: (note: string) => void): void {
+    this.rs485?.onNote(fn);
   }
 
   /** Whether another master was heard on the line lately (rtu-line.ts SHARED_LINE_MS). */

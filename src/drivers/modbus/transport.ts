@@ -6,6 +6,7 @@
  * protocol/modbus/client-pdu.ts.
  */
 import type { ModbusTable } from '../../protocol/modbus/address.js';
+import type { KernelRs485 } from '../../protocol/modbus/rs485.js';
 import type { RawRequest } from '../types.js';
 
 /** A request as it goes on the wire: the same shape a Modbus server forwards (drivers/types.ts). */
@@ -27,6 +28,8 @@ export interface ModbusTransport {
   onLost(fn: (reason: string) => void): void;
   /** Called once when the link sees its adapter hand back what it sent (an RS-485 converter without echo suppression). */
   onEcho?(fn: (note: string) => void): void;
+  /** Called once when the port refuses the bus's `rs485` setting (a pty, a USB adapter with automatic direction); the link runs on. */
+  onRs485?(fn: (note: string) => void): void;
   /** Whether the adapter hands back our own bytes: configured so, or seen (RTU; the bus doctor reports it). */
   echoes?(): boolean;
   /** One request/response; resolves with registers (FC3/4) or bits (FC1/2, sliced to count). */
@@ -67,7 +70,11 @@ export interface RtuOptions {
   stopBits: 1 | 2;
   /** The adapter hands back what we send (bus option `echo`): our own bytes are dropped; `auto`: turned on when seen. */
   echo?: boolean | 'auto';
+  /** Bus option `rs485`: RS-485 mode set in the kernel on each open, or a DE pin (BCM) the gateway drives around each frame. */
+  rs485?: Rs485Setting;
 }
+
+export type Rs485Setting = ({ mode: 'kernel' } & KernelRs485) | { mode: 'gpio'; dePin: number };
 
 /** No answer within the request's timeout. */
 export class WireTimeout extends Error {
