@@ -2,7 +2,8 @@
  * Which library model a unit is: every model is scored by what the unit says about itself (its identity
  * registers, SunSpec models, Eastron's meter code) and by a few of its points read and judged as `probe`
  * judges them (core/point-report.ts: a value out of the unit's plausible range, a failed read). The score is
- * the share of checks passed; ties go to the model whose identity matched.
+ * the share of checks passed, halved when an identity register answers another model's value; ties go to the
+ * model whose identity matched.
  */
 import type { ModbusPointBlock, ModelConfig, PointConfig } from '../../../config/types.js';
 import { classifyPoints } from '../../../core/point-report.js';
@@ -24,7 +25,19 @@ const JUDGED_UNITS = new Set(['V', 'Hz', 'A', 'W', 'kW', 'MW', 'VA', 'kVA', 'var
 const IDENTITY_KEY = /(^|_)(id|code)$/;
 const NOT_IDENTITY = new Set(['device_address', 'unit_id', 'slave_address']);
 
-interface Check { pass: boolean; identity: boolean; what: string }
+interface Check {
+  pass: boolean;
+  identity: boolean;
+  what: string;
+  /** An identity read that answered another value than the model's: another device, whatever its points say. */
+  contradicts?: boolean;
+}
+
+/**
+ * A model whose identity the unit contradicts keeps this share of its score: its points may well be plausible
+ * (an SDM120's voltage reads fine on an SDM630), but the code the maker fixed says it is another model.
+ */
+const CONTRADICTED = 0.5;
 
 const FC_OF: Record<ModbusPointBlock['table'], ReadFc> = { coil: 1, discrete: 2, holding: 3, input: 4 };
 const sunspecIds = (model: ModelConfig): number[] => [...new Set(model.points.flatMap((p) => {
@@ -52,14 +65,14 @@ async function identityChecks(reader: UnitReader, model: ModelConfig, identity: 
     if (!point || !hasBlock(point)) continue;
     const got = await readPoint(reader, point);
     const pass = got.ok && String(got.value) === String(expected);
-    checks.push({ pass, identity: true, what: pass ? `${name} is ${String(expected)}` : `${name} ${got.ok ? `is ${String(got.value)}, not ${String(expected)}` : `not read (${got.why})`}` });
+    checks.push({ pass, identity: true, contradicts: got.ok && !pass, what: pass ? `${name} is ${String(expected)}` : `${name} ${got.ok ? `is ${String(got.value)}, not ${String(expected)}` : `not read (${got.why})`}` });
   }
   if (model.name.startsWith('eastron-') && identity.eastronCode !== null) {
     const named = EASTRON_CODES[identity.eastronCode];
     const code = `0x${identity.eastronCode.toString(16).padStart(4, '0')}`;
     // The model's own constant already judged the code when it has one; an unknown code says nothing.
     if (named !== undefined && !checks.some((c) => c.what.startsWith('meter_code'))) {
-      checks.push({ pass: named === model.name, identity: true, what: named === model.name ? `Eastron meter code ${code}` : `Eastron meter code ${code} is ${named}'s` });
+      checks.push({ pass: named === model.name, identity: true, contradicts: named !== model.name, what: named === model.name ? `Eastron meter code ${code}` : `Eastron meter code ${code} is ${named}'s` });
     }
   }
   const ids = sunspecIds(model);
@@ -135,8 +148,9 @@ export async function scoreModels(reader: UnitReader, models: readonly ModelConf
     if (!idFailed) checks.push(...await pointChecks(reader, model));
     if (checks.length === 0) continue;
     const passed = checks.filter((c) => c.pass).length;
+    const share = checks.some((c) => c.contradicts) ? CONTRADICTED : 1;
     scored.push({
-      candidate: { model: model.name, score: Math.round((passed / checks.length) * 1000) / 1000, why: why(checks) },
+      candidate: { model: model.name, score: Math.round((share * passed / checks.length) * 1000) / 1000, why: why(checks) },
       identity: checks.filter((c) => c.identity && c.pass).length,
       checks: checks.length,
     });
