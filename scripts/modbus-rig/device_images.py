@@ -820,6 +820,7 @@ def dtsu666(unit):
 
     im.u16(HR, 0x0000, "software_version", 204)          # the emulator's REV. default
     im.u16(HR, 0x0001, "programming_code", 701)
+    im.u16(HR, 0x000B, "meter_type", 166)                # odig's Solax DTSU666 emulator: "meter 166 (0x00A6)"
     im.u16(HR, 0x002E, "address", unit)
     scaled(0x101E, "import_energy", 12345.67, 1, "kWh")
     scaled(0x1028, "export_energy", 2345.5, 1, "kWh")

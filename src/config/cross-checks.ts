@@ -3,6 +3,7 @@
  * models, each model's driver blocks fitting its device's bus, Modbus unit ids, export targets, capacity.
  * They run on whatever the schema left (possibly invalid), so every access is guarded.
  */
+import { checkConsumerReads } from './persona-consumers.js';
 import { checkPortOwners } from './port-owners.js';
 import { isObj, type DriverBlock } from './model-checks.js';
 
@@ -91,6 +92,7 @@ function checkPersona(unit: Obj, at: string, deviceIds: Set<string>, models: Rea
       problems.push(`${at}.write.${name}: "forward" needs the point bound to one source point`);
     }
   }
+  checkConsumerReads(unit, at, model, problems);
 }
 
 /** Servers: unique ids (their ports: port-owners.ts), unit ids unique per server, each unit one existing device (or a persona). */

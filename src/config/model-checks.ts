@@ -83,6 +83,15 @@ function checkPersona(model: Obj, names: ReadonlyMap<string, number>, at: At, pr
     else if (typeof twin === 'string' && !names.has(twin)) problems.push(`${at(`persona.same_as.${name}`)}: no point named "${twin}" in this model`);
     else if (twin === name) problems.push(`${at(`persona.same_as.${name}`)}: a point cannot serve its own binding`);
   }
+  for (const name of Object.keys(isObj(model.persona.also_at) ? model.persona.also_at : {})) {
+    if (!names.has(name)) problems.push(`${at(`persona.also_at.${name}`)}: no point named "${name}" in this model`);
+  }
+  const consumers = Array.isArray(model.persona.consumers) ? model.persona.consumers : [];
+  consumers.forEach((consumer, i) => {
+    for (const name of isObj(consumer) && Array.isArray(consumer.reads) ? consumer.reads : []) {
+      if (!names.has(String(name))) problems.push(`${at(`persona.consumers[${i}].reads`)}: no point named "${String(name)}" in this model`);
+    }
+  });
 }
 
 const WIDE_BITS = new Set(['int32', 'uint32']);

@@ -101,8 +101,20 @@ export interface ModelConfig {
   /** SunSpec: base found by the "SunS" marker at one of these addresses. */
   sunspec?: { search: number[] };
   /** Served as a persona: fixed register values (marker, model IDs, identity, scale factors); points that serve another point's binding. */
-  persona?: { constants?: Record<string, number | string>; same_as?: Record<string, string> };
+  persona?: PersonaModel;
   points: PointConfig[];
+}
+
+/** A model's `persona` section: what a persona of it serves besides the points' own registers, and who reads it. */
+export interface PersonaModel {
+  constants?: Record<string, number | string>;
+  same_as?: Record<string, string>;
+  /** What FC04 reads: the input table (default), the holding table (a meter answering FC03 and FC04 alike), or nothing (0x01). */
+  fc04?: 'input' | 'holding' | 'none';
+  /** Point -> a second address in its table where the same words are served (an address sources disagree on). */
+  also_at?: Record<string, number>;
+  /** Consumers known to read this persona, and the points each reads (a config leaving one unreadable is refused). */
+  consumers?: { name: string; reads: string[] }[];
 }
 
 export interface BusConfig {

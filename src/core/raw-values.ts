@@ -20,6 +20,8 @@ export interface RawPointModel extends PointModel {
 
 export interface Interpreted {
   values: Record<string, Value>;
+  /** The value before rounding to `decimals`, where rounding changed it (what a persona serves: SetOptions.exact). */
+  exact?: Record<string, number>;
   /** Points without a value, with the reason (the device answered; this is no failure). */
   unavailable: Record<string, string>;
 }
@@ -56,7 +58,7 @@ export function invalidReason(point: RawPointModel, raw: Raw): string | null {
 }
 
 /** One point: its shadow value, or the reason it has none. `scaleRaw` is the raw value of its scale_factor point. */
-export function interpretPoint(point: RawPointModel, raw: Raw, scaleRaw?: Raw): { value: Value } | { reason: string } {
+export function interpretPoint(point: RawPointModel, raw: Raw, scaleRaw?: Raw): { value: Value; exact?: number } | { reason: string } {
   const bad = invalidReason(point, raw);
   if (bad !== null) return { reason: bad };
   if (point.values) {
@@ -76,7 +78,11 @@ export function interpretPoint(point: RawPointModel, raw: Raw, scaleRaw?: Raw): 
     n = e < 0 ? Number(raw) / 10 ** -e : Number(raw) * 10 ** e;
   }
   const value = fromRaw(point, n);
-  return value === undefined ? { reason: 'not a number' } : { value };
+  if (value === undefined) return { reason: 'not a number' };
+  if (point.type !== 'float' || point.decimals === undefined || typeof value !== 'number') return { value };
+  const exact = Number(n) * (point.scale ?? 1) + (point.offset ?? 0);
+  // Below a relative 1e-12 the difference is binary noise of the scaling (2305 × 0.1), not a digit rounding dropped.
+  return Math.abs(exact - value) > Math.abs(value) * 1e-12 ? { value, exact } : { value };
 }
 
 /**
@@ -96,7 +102,10 @@ export function interpretRaw(points: ReadonlyMap<string, RawPointModel>, raw: Re
       if (scaleRaw !== undefined && sfPoint && invalidReason(sfPoint, scaleRaw) !== null) scaleRaw = Number.NaN;
     }
     const r = interpretPoint(point, raw[name]!, scaleRaw);
-    if ('value' in r) out.values[name] = r.value;
+    if ('value' in r) {
+      out.values[name] = r.value;
+      if (r.exact !== undefined) (out.exact ??= {})[name] = r.exact;
+    }
     else out.unavailable[name] = r.reason;
   }
   return out;

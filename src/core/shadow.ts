@@ -114,7 +114,7 @@ export class Shadow extends ShadowBase {
       throw new GatewayError('CAPACITY_POINTS', `shadow is full: max_points ${this.table.maxPoints} reached, cannot add points to ${id}`);
     }
     if (unavailable.length > 0) names.push(...unavailable);
-    this.apply(d, names, slots, vals, names.length - unavailable.length, n, reasons);
+    this.apply(d, names, slots, vals, names.length - unavailable.length, n, reasons, opts.exact);
   }
 
   private checkVersion(d: number, id: string, opts: SetOptions): void {
@@ -128,7 +128,7 @@ export class Shadow extends ShadowBase {
    * Pass 2 of an update: validated values into resolved slots (-1 = allocate), state and event. Entries from
    * `valued` on are points without a value (the device's "not available"), with their reason in `reasons`.
    */
-  private apply(d: number, names: readonly string[], slots: Int32Array, vals: ArrayLike<Value>, valued: number, n: number, reasons?: Readonly<Record<string, string>>): void {
+  private apply(d: number, names: readonly string[], slots: Int32Array, vals: ArrayLike<Value>, valued: number, n: number, reasons?: Readonly<Record<string, string>>, exact?: Readonly<Record<string, number>>): void {
     const t = this.table;
     const dev = t.devices[d]!;
     const now = this.clock.now();
@@ -153,6 +153,7 @@ export class Shadow extends ShadowBase {
         ptFlags[p] = (flags | UNAVAILABLE) & ~(HAS_VALUE | STR_VALUE);
         t.ptStr[p] = undefined;
         t.ptReason.set(p, reason);
+        t.ptExact.delete(p);
         updated[p] = now;
         t.ptSeenMono[p] = mono;
         if (listening && (changed || (flags & REPORT_ALWAYS) !== 0)) (changes ??= []).push({ name: names[i]!, value: null, reason });
@@ -166,6 +167,8 @@ export class Shadow extends ShadowBase {
       if (typeof v === 'number') {
         changed = (flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE || num[p] !== v;
         num[p] = v;
+        // A persona's point: a change below the shown decimals is a change of what the persona serves.
+        if (t.keepExact.size !== 0 && t.keepExact.has(p)) changed = this.setExact(p, exact?.[names[i]!]) || changed;
         if ((flags & (HAS_VALUE | STR_VALUE)) !== HAS_VALUE) {
           ptFlags[p] = (ptFlags[p]! | HAS_VALUE) & ~STR_VALUE;
           t.ptStr[p] = undefined;
@@ -173,6 +176,7 @@ export class Shadow extends ShadowBase {
       } else {
         changed = (flags & (HAS_VALUE | STR_VALUE)) !== (HAS_VALUE | STR_VALUE) || t.ptStr[p] !== v;
         t.ptStr[p] = v;
+        t.ptExact.delete(p);
         ptFlags[p] = ptFlags[p]! | HAS_VALUE | STR_VALUE;
       }
       updated[p] = now;
@@ -193,6 +197,29 @@ export class Shadow extends ShadowBase {
       this.transition(d, ONLINE, now);
     }
     if (changes) this.bus.emit('dataChange', { id: dev.id, values: changes, time: now });
+  }
+
+  /** The unrounded value of slot `p` (undefined: the shown one is exact); true when it changed. */
+  private setExact(p: number, value: number | undefined): boolean {
+    const before = this.table.ptExact.get(p);
+    if (value === undefined) this.table.ptExact.delete(p);
+    else this.table.ptExact.set(p, value);
+    return before !== value;
+  }
+
+  /** Keeps the unrounded value of a point from its next update on (a persona reads it); unknown names are ignored. */
+  KeepExact(id: string, pointName: string): void {
+    const d = this.index.get(id);
+    const p = d === undefined ? undefined : this.table.devices[d]?.points.get(pointName);
+    if (p !== undefined) this.table.keepExact.add(p);
+  }
+
+  /** GetDevicePoint, but the value before display rounding for a point kept with KeepExact. */
+  GetExactPoint(id: string, pointName: string): Value | null {
+    const v = this.GetDevicePoint(id, pointName);
+    if (typeof v !== 'number' || this.table.ptExact.size === 0) return v;
+    const p = this.table.devices[this.slotOf(id)]!.points.get(pointName)!;
+    return this.table.ptExact.get(p) ?? v;
   }
 
   // ---- data out --------------------------------------------------------------------------------

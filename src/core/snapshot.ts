@@ -160,6 +160,7 @@ export function restoreSnapshot(shadow: Shadow, snap: ShadowSnapshot, now: numbe
         t.ptUpdatedAt[p] = 0;
       }
       t.ptFlags[p] = flags;
+      t.ptExact.delete(p);
       report.restoredPoints++;
     });
     // Transient states are never persisted as such; a device past its TTL is offline now.

@@ -81,6 +81,12 @@ export class ShadowTable {
   private readonly ptWrite = new Map<number, { num: number; at: number }>();
   /** Why a point flagged UNAVAILABLE has no value; sparse (only such points are in it). */
   readonly ptReason = new Map<number, string>();
+  /**
+   * The unrounded value of a point a persona reads (one `KeepExact` asked for), while its shown value is rounded to the
+   * model's `decimals`; sparse: only such slots are in `keepExact`, and only when rounding changed the value.
+   */
+  readonly keepExact = new Set<number>();
+  readonly ptExact = new Map<number, number>();
   /** Point names and positions shared by the devices declared with the same points (point-index.ts). */
   readonly layouts = new Layouts();
 
@@ -172,6 +178,8 @@ export class ShadowTable {
     this.ptUpdatedAt[index] = 0;
     this.ptSeenMono[index] = -Infinity;
     this.ptWrite.delete(index);
+    this.keepExact.delete(index);
+    this.ptExact.delete(index);
     this.ptFlags[index] = flags;
     return index;
   }
@@ -182,6 +190,8 @@ export class ShadowTable {
     this.ptWriteStr.delete(index);
     this.ptWrite.delete(index);
     this.ptReason.delete(index);
+    this.keepExact.delete(index);
+    this.ptExact.delete(index);
     this.freePoints.give(index);
   }
 }

@@ -58,4 +58,6 @@ export interface SetOptions {
   expectedVersion?: number;
   /** Points the device answered for with its own "not available" marker, and why: null values, same update. */
   unavailable?: Readonly<Record<string, string>>;
+  /** Values before rounding to the model's `decimals`, for the points where rounding changed them (kept for personas). */
+  exact?: Readonly<Record<string, number>>;
 }

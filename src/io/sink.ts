@@ -27,9 +27,9 @@ export function createShadowSink(shadow: Shadow, devices: ReadonlyMap<string, Re
       if (r !== undefined) (known ??= new Map()).set(p.scale_factor, r);
     }
     if (known) scaleFactors.set(device, known);
-    const { values, unavailable } = interpretRaw(device.points, raw, (name) => known?.get(name));
+    const { values, unavailable, exact } = interpretRaw(device.points, raw, (name) => known?.get(name));
     // Atomic: one shadow update, one dataChange event per request; "not available" points are null with their reason.
-    shadow.SetDevicePoints(deviceId, values, { unavailable });
+    shadow.SetDevicePoints(deviceId, values, exact ? { unavailable, exact } : { unavailable });
   };
   return {
     apply,

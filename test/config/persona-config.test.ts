@@ -92,4 +92,36 @@ test('a model\'s persona constants and same_as pairs name its own points', () =>
   ]);
 });
 
+test('a persona leaving a register a known consumer reads without a value, in a format with none (the EM24\'s integers), is refused: one problem per register, who misreads it and as what', () => {
+  const found = problems({ unit: 1, persona: 'carlo-gavazzi-em24', bind: { total_power: 'p1.p' } });
+  assert.ok(found.includes('servers[0].units[0] (persona carlo-gavazzi-em24, unit 1): voltage_l1 is neither bound nor given a constant: Victron GX (dbus-modbus-client) reads it (as -214748364.8 V unbound)'), found.join('\n'));
+  assert.ok(found.some((p) => p.includes('frequency is neither bound') && p.includes('as 6553.5 Hz unbound')));
+  assert.ok(found.some((p) => p.includes('switch_position is neither bound') && p.includes('as code 65535')));
+  assert.not.ok(found.some((p) => /: (total_power|model_id|phase_config|application|serial_number) is/.test(p)), 'bound, a model constant, or text (empty) is fine');
+  assert.is(found.length, 18, found.join('\n'));
+  // Everything the GX reads bound (or a constant): loads.
+  const all = Object.fromEntries(['voltage_l1', 'voltage_l2', 'voltage_l3', 'current_l1', 'current_l2', 'current_l3', 'power_l1', 'power_l2', 'power_l3',
+    'total_power', 'frequency', 'import_energy', 'import_energy_l1', 'import_energy_l2', 'import_energy_l3', 'export_energy'].map((n) => [n, 'p1.p']));
+  assert.equal(problems({ unit: 1, persona: 'carlo-gavazzi-em24',
+    bind: { ...all, hardware_version: { value: 0 }, firmware_version: { value: 0 }, switch_position: { value: 'Locked' } } }), []);
+  // Formats with a not-implemented value keep answering it: NaN floats (DTSU666, Eastron), SunSpec's sentinels.
+  for (const persona of ['chint-dtsu666', 'eastron-sdm630', 'eastron-sdm120', 'sunspec-meter-203', 'sunspec-meter-204-214']) assert.equal(problems({ unit: 1, persona }), [], persona);
+});
+
+test('a model\'s persona consumers and also_at name its own points', () => {
+  const point = (name: string) => ({ name, type: 'float', access: 'R', modbus: { table: 'holding', address: 0, data_type: 'float32' } });
+  const model = { points: [point('w')], persona: { also_at: { x: 4 }, consumers: [{ name: 'C', reads: ['w', 'y'] }] } };
+  let found: string[] = [];
+  try {
+    validateConfig({ gateway: { id: 'x', data_dir: '/tmp' }, models: { m: model } }, { env: {}, models: {} });
+  } catch (e) {
+    if (e instanceof ConfigError) found = e.problems;
+    else throw e;
+  }
+  assert.equal(found.filter((p) => p.includes('persona')).sort(), [
+    'models.m.persona.also_at.x: no point named "x" in this model',
+    'models.m.persona.consumers[0].reads: no point named "y" in this model',
+  ]);
+});
+
 test.run();

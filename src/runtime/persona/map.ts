@@ -155,6 +155,13 @@ export function buildMap(model: ModelConfig, bind: Readonly<Record<string, unkno
     if (bind[point.name] !== undefined) slot.binding = parseBinding(point.name, bind[point.name]);
     slots.push(slot);
   }
+  // A second address serving the same words: where sources disagree on a register (the DTSU666's energies at
+  // 101Eh or 401Eh), a consumer reading either place gets the value, and both always agree (one binding).
+  for (const [name, address] of Object.entries(model.persona?.also_at ?? {})) {
+    const twin = slots.find((s) => s.name === name);
+    if (!twin) throw new Error(`persona.also_at.${name}: model ${model.name} has no register point "${name}"`);
+    slots.push({ ...twin, address, block: { ...twin.block, address }, write: 'reject' });
+  }
   for (const name of Object.keys(bind)) {
     if (!slots.some((s) => s.name === name)) throw new Error(`bind.${name}: model ${model.name} has no register point "${name}"`);
   }

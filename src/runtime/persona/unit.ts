@@ -93,6 +93,10 @@ export class PersonaUnit {
       for (const source of slot.binding?.sources ?? []) source.factor = unitFactor(deps.unitOf?.(source.device, source.point), slot.point.unit, slot.name);
     }
     this.sources = this.map.slots.flatMap((s) => s.binding?.sources ?? []);
+    // The shadow holds values rounded to the source model's display `decimals` (950.25 W shows as 950.3); a persona
+    // is a meter, and a meter answers what it measured, so the shadow keeps the unrounded value of every point a
+    // persona reads beside the rounded one (only those: a column for every point would cost memory for nothing).
+    for (const s of this.sources) deps.shadow.KeepExact(s.device, s.point);
     this.devices = new Set(this.sources.map((s) => s.device));
     this.capture = config.capture ? new Capture(deps.clock) : null;
     this.snap = this.build();
@@ -153,7 +157,11 @@ export class PersonaUnit {
       if (this.config.stale !== 'hold' && this.oldestAgeMs() > this.config.maxAgeMs) {
         return this.config.stale === 'exception' ? encodeException(req.fc, EXCEPTION.targetFailed) : null;
       }
-      const table = req.fc === 3 ? 'holding' : 'input';
+      // FC04 reads what the real meter answers it with: its input registers, the same registers as FC03 (an EM24 or a
+      // DTSU666 answers both alike, and readers use either), or nothing (illegal function, as such a device answers).
+      const fc04 = this.config.model.persona?.fc04 ?? 'input';
+      if (req.fc === 4 && fc04 === 'none') return encodeException(req.fc, EXCEPTION.illegalFunction);
+      const table = req.fc === 3 || fc04 === 'holding' ? 'holding' : 'input';
       const cluster = clusterOf(this.map, table, req.address, req.count);
       if (!cluster) return encodeException(req.fc, EXCEPTION.illegalAddress);
       const from = cluster.at + req.address - cluster.start;
@@ -206,7 +214,7 @@ export class PersonaUnit {
     let sum = 0;
     for (const s of b.sources) {
       let v: unknown;
-      try { v = this.deps.shadow.GetDevicePoint(s.device, s.point); } catch { return null; }
+      try { v = this.deps.shadow.GetExactPoint(s.device, s.point); } catch { return null; }
       if (typeof v !== 'number') return b.sources.length === 1 && typeof v === 'string' ? v : null;
       sum += v * (s.factor ?? 1);
     }
