@@ -173,9 +173,14 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       flushHistory: () => history.flush(),
       ...(opts.restart ? { restart: opts.restart } : {}), ...(lastLife ? { status: lastLife } : {}),
     });
-    // The bus doctor's runs go through the buses' owners: adopted here, it stops before them.
+    // The bus doctor's runs go through the buses' owners, or take a bus's line for a search: adopted here, it
+    // stops before them (a taken line is given back first).
     const doctor = new DoctorService({
-      drivers: buses.drivers, buses: () => manager.running().buses, run: busDoctorRun(() => Object.values(manager.running().models)), clock, log: log.child({ part: 'doctor' }),
+      drivers: buses.drivers, buses: () => manager.running().buses, run: busDoctorRun(() => Object.values(manager.running().models)),
+      takeLine: (id) => buses.lend(id),
+      // Loaded on demand, as the RTU driver loads serialport.
+      openSerial: async (path, settings) => (await import('./drivers/modbus/doctor/serial-io.js')).openSerialDoctorIo(path, settings),
+      clock, log: log.child({ part: 'doctor' }),
     });
     parts.adopt(doctor);
     const updates = createUpdates({ dataDir, systemConf: opts.raucSystemConf ?? RAUC_SYSTEM_CONF, version, clock, log: log.child({ part: 'update' }) });

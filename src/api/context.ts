@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Polka, Request } from 'polka';
 import type { GatewayConfig } from '../config/types.js';
 import type { DeviceIO } from '../core/io.js';
-import type { DoctorOptions } from '../drivers/modbus/doctor/types.js';
+import type { BusDoctorOptions } from '../drivers/modbus/doctor/types.js';
 import type { ProbePoint, ProbeSummary } from '../core/point-report.js';
 import type { Shadow } from '../core/shadow.js';
 import type { Value } from '../core/types.js';
@@ -124,12 +124,12 @@ export interface UpdateService {
 
 /**
  * The bus doctor on running buses (src/runtime/doctor-service.ts implements it). A refusal throws an error with
- * `status`: 400 (a setting the bus does not run at, a bus that is not Modbus), 404 (unknown bus), 409 (a run is
+ * `status`: 400 (serial settings on a Modbus TCP bus, a bus that is not Modbus), 404 (unknown bus), 409 (a run is
  * under way on that bus, or the bus is not running).
  */
 export interface BusDoctor {
-  /** Starts a run and returns it at once (`state: "running"`). */
-  begin(busId: string, options: DoctorOptions): unknown;
+  /** Starts a run and returns it at once (`state: "running"`); other serial settings than the bus's take its line. */
+  begin(busId: string, options: BusDoctorOptions): unknown;
   /** The bus's current or last run (progress, then the report), or null when none was started. */
   status(busId: string): unknown;
 }

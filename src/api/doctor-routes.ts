@@ -1,10 +1,12 @@
 /**
  * The bus doctor on a running bus (docs/rest.md "Bus doctor"): `POST /buses/<id>/doctor` starts a run and answers
  * 202 with the run at once; `GET /buses/<id>/doctor` follows its progress and, when it is over, holds the report.
- * A refusal carries its own HTTP status, as an update's does: 400 naming the field, 404 for an unknown bus,
- * 409 while a run is under way on that bus or the bus is not running.
+ * A serial setting left out is the bus's own; `auto` or another value searches the line's settings, which takes
+ * the line from the bus for the run (its polls pause). A refusal carries its own HTTP status, as an update's
+ * does: 400 naming the field, 404 for an unknown bus, 409 while a run is under way on that bus or the bus is
+ * not running.
  */
-import type { DoctorOptions } from '../drivers/modbus/doctor/types.js';
+import type { BusDoctorOptions } from '../drivers/modbus/doctor/types.js';
 import { isGatewayError } from '../core/errors.js';
 import { readFields, type Fields } from './body.js';
 import type { ApiRequest, BusDoctor, RouteKit } from './context.js';
@@ -32,26 +34,29 @@ function integer(body: Fields, field: string, min: number, max: number, fallback
   return n;
 }
 
-const isAuto = (value: unknown): boolean => value === undefined || value === null || value === '' || value === 'auto';
+/** Left out (or empty in a form): the bus's own setting. */
+const isOwn = (value: unknown): boolean => value === undefined || value === null || value === '';
 
 /** The body's options, each checked; a bad one is refused naming the field. */
-export function doctorOptions(body: Fields | undefined): DoctorOptions {
+export function doctorOptions(body: Fields | undefined): BusDoctorOptions {
   const b = body ?? {};
   for (const key of Object.keys(b)) if (!FIELDS.has(key)) throw bad(`unknown field: ${key} (the doctor takes ${[...FIELDS].join(', ')})`);
-  let baud: DoctorOptions['baud'] = 'auto';
-  if (!isAuto(b['baud'])) {
+  let baud: BusDoctorOptions['baud'] = 'own';
+  if (b['baud'] === 'auto') baud = 'auto';
+  else if (!isOwn(b['baud'])) {
     const n = numberOf(b['baud']);
     if (n === undefined || !BAUDS.includes(n)) throw bad(`baud must be "auto" or one of ${BAUDS.join(', ')}, not ${JSON.stringify(b['baud'])}`);
     baud = n;
   }
-  let parity: DoctorOptions['parity'] = 'auto';
-  if (!isAuto(b['parity'])) {
+  let parity: BusDoctorOptions['parity'] = 'own';
+  if (!isOwn(b['parity'])) {
     const p = b['parity'];
-    if (p !== 'none' && p !== 'even' && p !== 'odd') throw bad(`parity must be "auto", "none", "even" or "odd", not ${JSON.stringify(p)}`);
+    if (p !== 'auto' && p !== 'none' && p !== 'even' && p !== 'odd') throw bad(`parity must be "auto", "none", "even" or "odd", not ${JSON.stringify(p)}`);
     parity = p;
   }
-  let stopBits: DoctorOptions['stopBits'] = 'auto';
-  if (!isAuto(b['stop_bits'])) {
+  let stopBits: BusDoctorOptions['stopBits'] = 'own';
+  if (b['stop_bits'] === 'auto') stopBits = 'auto';
+  else if (!isOwn(b['stop_bits'])) {
     const n = numberOf(b['stop_bits']);
     if (n !== 1 && n !== 2) throw bad(`stop_bits must be "auto", 1 or 2, not ${JSON.stringify(b['stop_bits'])}`);
     stopBits = n;

@@ -34,6 +34,9 @@ export class BusesPart implements Part<GatewayConfig> {
   readonly sink: ShadowSink;
   private buses: BusConfig[] = [];
   private board: string | undefined;
+  /** Buses whose line another holds (the bus doctor's settings search): stopped, and not started by a config change. */
+  private readonly lent = new Set<string>();
+  private stopped = false;
 
   constructor(config: GatewayConfig, private readonly opts: BusesOptions) {
     this.sink = createShadowSink(opts.shadow, this.devices, opts.log.child({ part: 'sink' }));
@@ -47,10 +50,12 @@ export class BusesPart implements Part<GatewayConfig> {
 
   /** Starts every bus; one that fails is logged and its devices go offline by rule (the rest run). */
   async start(): Promise<void> {
+    this.stopped = false;
     for (const bus of this.buses) await this.startBus(bus);
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const id of [...this.drivers.keys()].reverse()) await this.stopBus(id);
   }
 
@@ -100,6 +105,8 @@ export class BusesPart implements Part<GatewayConfig> {
     // 3. Running buses take their new device lists; new and restarted buses start.
     for (const bus of next.buses) {
       const driver = this.drivers.get(bus.id);
+      // A lent bus starts, with these settings, when its line comes back.
+      if (!driver && this.lent.has(bus.id)) continue;
       if (!driver) {
         await this.startBus(bus);
         if (!prevBuses.has(bus.id)) changes.push(`bus ${bus.id}: added`);
@@ -117,13 +124,35 @@ export class BusesPart implements Part<GatewayConfig> {
     return changes;
   }
 
+  /**
+   * Stops bus `id`'s driver (its port closed) so the bus doctor can open the port itself; resolves with what
+   * gives the line back: the bus starts at its configured settings as they are then (a config change meanwhile
+   * included), unless it was removed or the gateway is stopping. Giving back twice starts it once.
+   */
+  async lend(id: string): Promise<() => Promise<void>> {
+    if (this.lent.has(id)) throw new GatewayError('BUS_BUSY', `bus ${id}: its line is already lent`);
+    this.lent.add(id);
+    await this.stopBus(id);
+    let back = false;
+    return async () => {
+      if (back) return;
+      back = true;
+      this.lent.delete(id);
+      const bus = this.buses.find((b) => b.id === id);
+      if (bus && !this.stopped && !this.drivers.has(id)) await this.startBus(bus);
+    };
+  }
+
   stats(): Record<string, unknown> {
     return Object.fromEntries([...this.drivers].map(([id, d]) => [id, d.stats?.() ?? {}]));
   }
 
   /** The buses as configured, with whether each runs now. */
   list(): { bus: BusConfig; running: boolean; error: string | null }[] {
-    return this.buses.map((bus) => ({ bus, running: this.drivers.has(bus.id), error: this.failed.get(bus.id) ?? null }));
+    return this.buses.map((bus) => ({
+      bus, running: this.drivers.has(bus.id),
+      error: this.lent.has(bus.id) ? 'stopped while the bus doctor searches its line settings' : this.failed.get(bus.id) ?? null,
+    }));
   }
 
   private devicesOf(busId: string): ResolvedDevice[] {

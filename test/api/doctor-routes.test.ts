@@ -1,8 +1,9 @@
 /**
  * `POST|GET /api/v1/buses/<id>/doctor` over real HTTP on port 0, with the real doctor service and a doctor run
  * held by the test: 202 with the run at once, progress then the report by GET, 409 for a second run while one
- * is under way, 400 naming the field for a bad body or a setting the bus does not run at, 404 for an unknown
- * bus, the write scope for POST. The run on a real line is test/integration/doctor-rest.test.ts.
+ * is under way, 400 naming the field for a bad body or serial settings on a TCP bus, 404 for an unknown bus, the
+ * write scope for POST; other settings than the bus's search with the line taken from the bus, given back however
+ * the run ends. The run on a real line is test/integration/doctor-rest.test.ts.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,14 +11,15 @@ import { startHttp, type HttpHandle } from '../../src/api/index.js';
 import type { BusConfig } from '../../src/config/types.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { BusDoctorIo } from '../../src/drivers/modbus/doctor/bus-io.js';
-import type { DoctorOptions, DoctorProgress, DoctorReport } from '../../src/drivers/modbus/doctor/types.js';
+import type { OwnedIo } from '../../src/drivers/modbus/doctor/doctor.js';
+import type { DoctorOptions, DoctorProgress, DoctorReport, LineSettings } from '../../src/drivers/modbus/doctor/types.js';
 import type { Driver } from '../../src/drivers/types.js';
 import { DoctorService } from '../../src/runtime/doctor-service.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { assertEnvelope, withTimeout } from './helpers.js';
 
 const BUSES: BusConfig[] = [
-  { id: 'rs485', driver: 'modbus-rtu', port: '/dev/null', baud_rate: 19200, parity: 'even', data_bits: 8, stop_bits: 1 } as BusConfig,
+  { id: 'rs485', driver: 'modbus-rtu', port: '/dev/null', baud_rate: 19200, parity: 'even', data_bits: 8, stop_bits: 1, echo: false } as BusConfig,
   { id: 'sim', driver: 'simulator' } as BusConfig,
   { id: 'plc', driver: 'modbus-tcp', host: '127.0.0.1', port: 502 } as BusConfig,
 ];
@@ -29,7 +31,16 @@ const REPORT: DoctorReport = {
 };
 
 interface Held {
-  calls: { options: DoctorOptions; closed: () => boolean }[];
+  calls: { options: DoctorOptions; closed: () => boolean; open?: (s: LineSettings) => Promise<OwnedIo>; first?: LineSettings }[];
+  /** The line taken from a bus / given back, in order: `take rs485`, `back rs485`. */
+  line: string[];
+  /** Ports the doctor opened, with the setting. */
+  opened: string[];
+  /** The run's end with an error. */
+  fail: (err: Error) => void;
+  /** Called when a port the doctor opened is closed. */
+  closeOpened: () => void;
+  doctor?: DoctorService;
   progress: (p: DoctorProgress) => void;
   finish: (r: DoctorReport) => void;
   /** Every run's end, so none outlives its test. */
@@ -37,7 +48,7 @@ interface Held {
 }
 
 async function withDoctor(fn: (port: number, held: Held) => Promise<void>, tokens: string[] = []): Promise<void> {
-  const held: Held = { calls: [], progress: () => {}, finish: () => {}, ends: [] };
+  const held: Held = { calls: [], line: [], opened: [], progress: () => {}, finish: () => {}, fail: () => {}, closeOpened: () => {}, ends: [] };
   const io = (): BusDoctorIo => {
     let closed = false;
     return { ask: async () => ({ kind: 'silence' }), sentBytes: () => 0, close: () => void (closed = true), get closed() { return closed; } } as BusDoctorIo;
@@ -48,13 +59,24 @@ async function withDoctor(fn: (port: number, held: Held) => Promise<void>, token
   ]);
   const doctor = new DoctorService({
     drivers, buses: () => BUSES, clock: systemClock, log: silentLogger,
-    run: (runIo, _line, options, onProgress) => new Promise((resolve) => {
-      held.calls.push({ options, closed: () => (runIo as unknown as { closed: boolean }).closed });
+    takeLine: async (id) => {
+      held.line.push(`take ${id}`);
+      return async () => void held.line.push(`back ${id}`);
+    },
+    openSerial: async (path, s) => {
+      held.opened.push(`${path} ${s.baud_rate} ${s.parity} ${s.stop_bits}`);
+      return { ask: async () => ({ kind: 'silence' }), sentBytes: () => 0, close: async () => held.closeOpened() };
+    },
+    run: (link, options, onProgress) => new Promise<DoctorReport>((resolve, reject) => {
+      if ('open' in link) held.calls.push({ options, closed: () => false, open: link.open, first: link.first });
+      else held.calls.push({ options, closed: () => (link.io as unknown as { closed: boolean }).closed });
       held.progress = onProgress;
       held.finish = resolve;
+      held.fail = reject;
       held.ends.push(resolve);
     }),
   });
+  held.doctor = doctor;
   const handle: HttpHandle = await withTimeout(startHttp({
     shadow: {} as never, io: {} as never, log: silentLogger, health: () => ({ status: 'healthy', checks: {} }), doctor,
     http: { host: '127.0.0.1', port: 0, body_limit: 1 << 20, allowed_hosts: [], auth: { tokens, read_tokens: [], protect_reads: false } },
@@ -90,8 +112,11 @@ test('POST starts a run (202, the run at once); GET shows its progress, then its
     const job = started.body.data;
     assert.is(job.state, 'running');
     assert.type(job.id, 'string');
-    // The bus's own settings in place of auto.
+    // The bus's own settings in place of those left out, through the bus's queue: the line stays the bus's.
     assert.equal(job.options, { baud: 19200, parity: 'even', stop_bits: 1, from: 1, to: 10, listen: 0 });
+    assert.is(job.takes_line, false);
+    assert.equal(job.bus_line, { baud_rate: 19200, parity: 'even', stop_bits: 1, echo: false });
+    assert.equal(held.line, []);
     assert.equal(held.calls[0]!.options, { baud: 19200, parity: 'even', stopBits: 1, from: 1, to: 10, listenS: 0 });
     held.progress({ phase: 'units', done: 0.5, note: 'unit 5 of 10' });
     const during = (await req(port, 'GET', '/buses/rs485/doctor')).body.data;
@@ -133,9 +158,6 @@ test('bad bodies: 400 naming the field; nothing starts', async () => {
       [{ from: 20, to: 10 }, /^from \(20\) must not be above to \(10\)/],
       [{ listen: -1 }, /^listen must be an integer from 0 to 600/],
       [{ units: 5 }, /^unknown field: units/],
-      // The bus runs at 19200 8E1: another setting is refused naming it.
-      [{ baud: 9600 }, /^baud: bus rs485 runs at 19200, not 9600/],
-      [{ parity: 'none' }, /^parity: bus rs485 runs at even, not none/],
       [{ listen: 5 }, /^listen: bus rs485 is polled by the gateway/],
       ['[1,2]', /request body must be a JSON object/],
       ['{"from":', /invalid JSON body/],
@@ -161,7 +183,68 @@ test('unknown bus 404, a simulator bus 400, a TCP bus with serial settings 400, 
     assert.match(sim.body.errorMsg, /simulator bus: the doctor speaks Modbus/);
     const tcp = await req(port, 'POST', '/buses/plc/doctor', { baud: 9600 });
     assert.equal([tcp.status, tcp.body.errorMsg.startsWith('baud: bus plc is Modbus TCP')], [400, true], tcp.body.errorMsg);
+    for (const field of ['baud', 'parity', 'stop_bits']) {
+      const auto = await req(port, 'POST', '/buses/plc/doctor', { [field]: 'auto' });
+      assert.equal([auto.status, auto.body.errorMsg], [400, `${field}: bus plc is Modbus TCP, which has no serial settings`]);
+    }
     assert.is(held.calls.length, 0);
+  });
+});
+
+test('baud "auto": the line is taken from the bus, searched from the bus\'s own settings on, and given back when the run ends', async () => {
+  await withDoctor(async (port, held) => {
+    const started = await req(port, 'POST', '/buses/rs485/doctor', { baud: 'auto', to: 5 });
+    assert.is(started.status, 202, JSON.stringify(started.body));
+    const job = started.body.data;
+    assert.is(job.takes_line, true);
+    // The fields left out are searched too: whoever asks for a search does not know them either.
+    assert.equal(job.options, { baud: 'auto', parity: 'auto', stop_bits: 'auto', from: 1, to: 5, listen: 0 });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(held.line, ['take rs485'], 'the bus is stopped for the run');
+    const call = held.calls[0]!;
+    assert.equal(call.options, { baud: 'auto', parity: 'auto', stopBits: 'auto', from: 1, to: 5, listenS: 0 });
+    assert.equal(call.first, { baud_rate: 19200, parity: 'even', data_bits: 8, stop_bits: 1 });
+    await call.open!({ baud_rate: 9600, parity: 'odd', data_bits: 8, stop_bits: 1 });
+    assert.equal(held.opened, ['/dev/null 9600 odd 1'], 'the bus\'s own port');
+    held.finish(REPORT);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(held.line, ['take rs485', 'back rs485']);
+    assert.is((await req(port, 'GET', '/buses/rs485/doctor')).body.data.state, 'done');
+  });
+});
+
+test('another setting than the bus\'s searches it; a failed run gives the line back; the bus\'s own named is no search', async () => {
+  await withDoctor(async (port, held) => {
+    const started = await req(port, 'POST', '/buses/rs485/doctor', { baud: 9600 });
+    assert.is(started.status, 202, JSON.stringify(started.body));
+    assert.equal([started.body.data.takes_line, started.body.data.options.baud, started.body.data.options.parity], [true, 9600, 'auto']);
+    await new Promise((r) => setTimeout(r, 20));
+    held.fail(new Error('the port went away'));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(held.line, ['take rs485', 'back rs485'], 'given back after a failure');
+    const failed = (await req(port, 'GET', '/buses/rs485/doctor')).body.data;
+    assert.equal([failed.state, failed.error], ['failed', 'internal error']);
+    const own = await req(port, 'POST', '/buses/rs485/doctor', { baud: 19200, parity: 'even' });
+    assert.equal([own.status, own.body.data.takes_line], [202, false]);
+    assert.equal(held.line, ['take rs485', 'back rs485'], 'not taken at its own settings');
+  });
+});
+
+test('stopping the service during a search closes the port open, fails the run\'s next request and gives the line back', async () => {
+  await withDoctor(async (port, held) => {
+    assert.is((await req(port, 'POST', '/buses/rs485/doctor', { parity: 'auto' })).status, 202);
+    await new Promise((r) => setTimeout(r, 20));
+    let closed = 0;
+    held.closeOpened = () => closed++;
+    const io = await held.calls[0]!.open!({ baud_rate: 19200, parity: 'odd', data_bits: 8, stop_bits: 1 });
+    const stopping = held.doctor!.stop();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.is(closed, 1, 'the port open was closed');
+    const asked = await io.ask(1, new Uint8Array([3, 0, 0, 0, 1]), 100).then(() => 'answered', (e: Error) => e.message);
+    assert.is(asked, 'the bus doctor was stopped');
+    held.fail(new Error(asked));
+    await withTimeout(stopping, 2000, 'doctor.stop');
+    assert.equal(held.line, ['take rs485', 'back rs485']);
   });
 });
 

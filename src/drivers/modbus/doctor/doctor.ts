@@ -1,8 +1,9 @@
 /**
  * The bus doctor's core, free of any transport: find the line's settings (when the line is ours to open
- * at each setting), every unit that answers, and which library model each one is. The CLI hands it an
- * opener that opens the serial port at a setting; the REST path hands it a DoctorIo bound to a configured
- * bus (its settings are known: no search, the polls keep their share of the line).
+ * at each setting), every unit that answers, and which library model each one is. The CLI, and the REST
+ * path's settings search on a bus whose line it took, hand it an opener that opens the serial port at a
+ * setting; the REST path at a bus's own settings hands it a DoctorIo bound to the bus (no search, the polls
+ * keep their share of the line).
  */
 import type { ModelConfig } from '../../../config/types.js';
 import { encodeRequest } from '../../../protocol/modbus/client-pdu.js';

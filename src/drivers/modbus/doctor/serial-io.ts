@@ -1,8 +1,9 @@
 /**
  * The doctor's line over a serial port it opens itself at one setting (`shadowgate doctor --port`): one
  * RTU request at a time, its answer collected until it is whole or the deadline passes (collect.ts judges
- * the bytes: echo, late frames from other units, garbage). The CLI opens one per setting tried; the running
- * gateway's buses go through their owner instead (REST), never through this.
+ * the bytes: echo, late frames from other units, garbage). The CLI opens one per setting tried, and so does a
+ * running gateway's settings search on a bus whose line it took (runtime/doctor-service.ts); a run at the bus's
+ * own settings goes through the bus's owner instead.
  */
 import { SerialPort } from 'serialport';
 import { MAX_FRAME, rtuFrame } from '../../../protocol/modbus/frame.js';
