@@ -1,20 +1,34 @@
-// Add or edit a bus (port, baud, parity; host and port for Modbus TCP), with the serial ports present on
+// Add or edit a bus (port, baud, parity, echo; host and port for Modbus TCP), with the serial ports present on
 // the board offered; save applies live and restarts that bus only.
 import { useEffect, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { html } from '../html.js';
 
 const FIELDS = {
-  'modbus-rtu': ['port', 'baud_rate', 'parity', 'data_bits', 'stop_bits', 'timeout'],
+  'modbus-rtu': ['port', 'baud_rate', 'parity', 'data_bits', 'stop_bits', 'echo', 'timeout'],
   'modbus-tcp': ['host', 'port', 'timeout'],
   gpio: [],
   simulator: [],
 };
 const NUMERIC = new Set(['baud_rate', 'data_bits', 'stop_bits']);
+/** The form's text of the bus option `echo` as the config writes it. */
+const echoValue = (v) => (v === 'auto' ? 'auto' : v === 'true');
+
+/**
+ * Saves bus `id` as written with `changes` on top (the keys the form does not show stay as they are), as the
+ * form's Save does; resolves with the config API's answer ({ version, changes }).
+ */
+export async function saveBusWith(id, changes) {
+  const list = await api('/buses');
+  const current = list.find((b) => b.id === id);
+  if (!current) throw new Error(`unknown bus ${id}`);
+  const { running, error, stats, ...cfg } = current;
+  return api(`/config/bus?id=${encodeURIComponent(id)}`, { method: 'PUT', body: { ...cfg, ...changes } });
+}
 
 export function BusEdit({ editId }) {
   const [ports, setPorts] = useState([]);
-  const [form, setForm] = useState({ id: editId ?? '', driver: 'modbus-rtu', port: '', baud_rate: '9600', parity: 'none', data_bits: '8', stop_bits: '1', timeout: '300ms', host: '' });
+  const [form, setForm] = useState({ id: editId ?? '', driver: 'modbus-rtu', port: '', baud_rate: '9600', parity: 'none', data_bits: '8', stop_bits: '1', echo: 'false', timeout: '300ms', host: '' });
   const [original, setOriginal] = useState(null);
   const [result, setResult] = useState(null);
   useEffect(() => {
@@ -34,6 +48,11 @@ export function BusEdit({ editId }) {
     for (const k of FIELDS[form.driver]) {
       const v = String(form[k] ?? '').trim();
       if (v === '') continue;
+      if (k === 'echo') {
+        // Off is the default: a bus written without it stays so.
+        if (v !== 'false' || original?.echo !== undefined) b.echo = echoValue(v);
+        continue;
+      }
       b[k] = NUMERIC.has(k) || (k === 'port' && form.driver === 'modbus-tcp') ? Number(v) : v;
     }
     // Keys the form does not show (retries, max_registers, …) stay as written; a changed driver drops the old one's.
@@ -77,6 +96,9 @@ export function BusEdit({ editId }) {
           ${['none', 'even', 'odd'].map((p) => html`<option value=${p}>${p}</option>`)}</select></label>`}
         ${show('data_bits') && html`<label>Data bits <select value=${form.data_bits} onChange=${set('data_bits')}><option>8</option><option>7</option></select></label>`}
         ${show('stop_bits') && html`<label>Stop bits <select value=${form.stop_bits} onChange=${set('stop_bits')}><option>1</option><option>2</option></select></label>`}
+        ${show('echo') && html`<label>Echo <select value=${form.echo} onChange=${set('echo')}>
+          <option value="false">off: the adapter does not echo</option><option value="true">on: drop our own bytes</option><option value="auto">auto: on when an echo is seen</option></select></label>
+          <p class="hint">An RS-485 adapter without echo suppression hands back what the gateway sends; the bus doctor says so.</p>`}
         ${show('host') && html`<label>Host <input value=${form.host} onInput=${set('host')} placeholder="192.168.1.50" /></label>`}
         ${show('port') && form.driver === 'modbus-tcp' && html`<label>TCP port <input type="number" value=${form.port} onInput=${set('port')} placeholder="502" /></label>`}
         ${show('timeout') && html`<label>Timeout <input value=${form.timeout} onInput=${set('timeout')} size="8" /></label>`}
