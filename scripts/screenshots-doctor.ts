@@ -170,13 +170,14 @@ async function main(): Promise<void> {
     const units = await page.$$eval('.doctor-unit', (els) => els.map((e) => `${e.getAttribute('data-unit')} ${e.querySelector('.model')?.textContent ?? '?'}`));
     log(`units found: ${units.join(', ')}`);
     if (units.length !== 3) throw new Error(`expected the rig's three units, the doctor found: ${units.join(', ') || 'none'}`);
-    // The meter's other candidates unfolded: each with its score and why.
-    await page.click('.doctor-unit[data-unit="1"] details summary');
+    // The first unit with other candidates (the relay board: an I/O board reads alike) unfolded, with each one's score and why.
+    const folded = await page.$('.doctor-unit details summary');
+    await folded?.click();
     await page.mouse.move(0, 0);
     await shoot(page, '.doctor-report', path.join(OUT, 'commissioning-doctor.png'));
 
     // 2. The same at 375 px (a phone), the candidates folded again.
-    await page.click('.doctor-unit[data-unit="1"] details summary');
+    await folded?.click();
     await page.setViewportSize({ width: 375, height: 800 });
     await page.waitForTimeout(300);
     await shoot(page, '.doctor-report', path.join(OUT, 'commissioning-doctor-phone.png'));
