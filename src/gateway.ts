@@ -180,6 +180,7 @@ export async function startGateway(config: GatewayConfig, opts: GatewayOptions):
       takeLine: (id) => buses.lend(id),
       // Loaded on demand, as the RTU driver loads serialport.
       openSerial: async (path, settings) => (await import('./drivers/modbus/doctor/serial-io.js')).openSerialDoctorIo(path, settings),
+      listen: async (...args) => (await import('./drivers/modbus/doctor/listen.js')).listenReport(...args),
       clock, log: log.child({ part: 'doctor' }),
     });
     parts.adopt(doctor);

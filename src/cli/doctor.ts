@@ -10,7 +10,7 @@ import { ConfigError, validateConfig } from '../config/load.js';
 import { readModelLibrary } from '../config/models.js';
 import type { ModelConfig } from '../config/types.js';
 import { runDoctor } from '../drivers/modbus/doctor/doctor.js';
-import { listenLine } from '../drivers/modbus/doctor/listen.js';
+import { listenReport } from '../drivers/modbus/doctor/listen.js';
 import { openSerialDoctorIo } from '../drivers/modbus/doctor/serial-io.js';
 import { candidateSettings, describeSetting } from '../drivers/modbus/doctor/settings.js';
 import type { DoctorOptions, DoctorProgress, DoctorReport, LineSettings } from '../drivers/modbus/doctor/types.js';
@@ -95,15 +95,6 @@ export function formatDoctor(report: DoctorReport): string[] {
   return lines;
 }
 
-async function listen(port: string, options: DoctorOptions, progress: (p: DoctorProgress) => void): Promise<DoctorReport> {
-  const started = performance.now();
-  const heard = await listenLine(port, candidateSettings(options), options.listenS, progress);
-  return {
-    line: heard.line && { ...heard.line, echo: false }, units: [], traffic: heard.traffic, hints: heard.hints, sent_bytes: 0,
-    elapsed_ms: Math.round(performance.now() - started),
-  };
-}
-
 /** Runs the command; returns the exit code. */
 export async function runDoctorCommand(args: readonly string[], output: DoctorOutput): Promise<number> {
   let parsed;
@@ -117,7 +108,7 @@ export async function runDoctorCommand(args: readonly string[], output: DoctorOu
   const progress = (p: DoctorProgress): void => output.progress?.(`[${p.phase}] ${Math.round(p.done * 100)} % ${p.note}`);
   try {
     let report: DoctorReport;
-    if (options.listenS > 0) report = await listen(port, options, progress);
+    if (options.listenS > 0) report = await listenReport(port, candidateSettings(options), options.listenS, progress);
     else {
       const { models, problems } = libraryModels();
       for (const p of problems) output.err(`warning: ${p}`);

@@ -11,6 +11,7 @@ import type { BusConfig, ModbusRtuBusConfig } from '../config/types.js';
 import type { Clock } from '../core/clock.js';
 import { GatewayError } from '../core/errors.js';
 import type { OwnedIo } from '../drivers/modbus/doctor/doctor.js';
+import { candidateSettings } from '../drivers/modbus/doctor/settings.js';
 import type { BusDoctorOptions, DoctorIo, DoctorOptions, DoctorProgress, DoctorReport, LineSettings } from '../drivers/modbus/doctor/types.js';
 import type { Driver } from '../drivers/types.js';
 import type { Logger } from '../util/logger.js';
@@ -70,6 +71,8 @@ export interface DoctorServiceDeps {
   takeLine: (busId: string) => Promise<() => Promise<void>>;
   /** Opens a serial port at one setting (drivers/modbus/doctor/serial-io.ts). */
   openSerial: (path: string, settings: LineSettings) => Promise<OwnedIo>;
+  /** Listens on a serial port without sending (drivers/modbus/doctor/listen.ts listenReport). */
+  listen: (path: string, candidates: LineSettings[], seconds: number, onProgress: (p: DoctorProgress) => void, signal: AbortSignal) => Promise<DoctorReport>;
   clock: Clock;
   log: Logger;
 }
@@ -116,14 +119,13 @@ export class DoctorService {
       const field = options.baud !== 'own' ? 'baud' : options.parity !== 'own' ? 'parity' : options.stopBits !== 'own' ? 'stop_bits' : null;
       if (field) throw new DoctorRefused(400, `${field}: bus ${busId} is Modbus TCP, which has no serial settings`);
     }
+    if (bus.driver === 'modbus-tcp' && options.listenS > 0) throw new DoctorRefused(400, `listen: bus ${busId} is Modbus TCP, which has no line to listen to`);
     const driver = this.deps.drivers.get(busId);
     if (!driver?.doctorIo) throw new DoctorRefused(409, `bus ${busId} is not running`);
-    if (options.listenS > 0) {
-      // Listening means sending nothing for that long: on a running bus the gateway's own polls are what it would hear.
-      throw new DoctorRefused(400, `listen: bus ${busId} is polled by the gateway, so there is no quiet line to listen to; stop the bus and run shadowgate doctor --listen on its port`);
-    }
     const rtu = bus.driver === 'modbus-rtu' ? (bus as ModbusRtuBusConfig) : null;
     const other = <T>(asked: 'own' | 'auto' | T, own: T): boolean => asked !== 'own' && asked !== own;
+    // Listening takes the line too: with the bus's own polls going on, they are what it would hear.
+    const listen = rtu !== null && options.listenS > 0;
     const search = rtu !== null && (other(options.baud, rtu.baud_rate) || other(options.parity, rtu.parity) || other(options.stopBits, rtu.stop_bits));
     // A search does not know the fields left out either: they are searched too; without one, they are the bus's.
     const pick = <T>(asked: 'own' | 'auto' | T, own: T | undefined): 'auto' | T => (asked !== 'own' ? asked : search || own === undefined ? 'auto' : own);
@@ -140,15 +142,20 @@ export class DoctorService {
         baud: rtu ? used.baud : null, parity: rtu ? used.parity : null, stop_bits: rtu ? used.stopBits : null,
         from: options.from, to: options.to, listen: options.listenS,
       },
-      takes_line: search, bus_line: busLine(bus), progress: null, report: null, error: null,
+      takes_line: search || listen, bus_line: busLine(bus), progress: null, report: null, error: null,
     };
     this.jobs.set(busId, job);
     const log = this.deps.log.child({ bus: busId, job: job.id });
-    log.info({ options: job.options, takesLine: search }, search ? 'bus doctor started: searching the line settings, the bus is stopped meanwhile' : 'bus doctor started');
+    log.info({ options: job.options, takesLine: job.takes_line }, listen ? 'bus doctor started: listening to the line, the bus is stopped meanwhile'
+      : search ? 'bus doctor started: searching the line settings, the bus is stopped meanwhile' : 'bus doctor started');
     const progress = (p: DoctorProgress): void => void (job.progress = p);
     let stop: () => void | Promise<void>;
     let run: Promise<DoctorReport>;
-    if (search) {
+    if (listen) {
+      const abort = new AbortController();
+      stop = () => abort.abort();
+      run = this.searching(busId, () => this.deps.listen(rtu.port, candidateSettings(used, ownLine(rtu)), options.listenS, progress, abort.signal), log);
+    } else if (search) {
       const line = takenLine(rtu.port, this.deps.openSerial);
       stop = () => line.abort();
       run = this.searching(busId, () => this.deps.run({ open: line.open, first: ownLine(rtu) }, used, progress), log);

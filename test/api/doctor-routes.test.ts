@@ -36,6 +36,8 @@ interface Held {
   line: string[];
   /** Ports the doctor opened, with the setting. */
   opened: string[];
+  /** Listening runs: the port, the settings tried, the seconds, and whether the run was told to stop. */
+  listens: { path: string; candidates: LineSettings[]; seconds: number; signal: AbortSignal }[];
   /** The run's end with an error. */
   fail: (err: Error) => void;
   /** Called when a port the doctor opened is closed. */
@@ -48,7 +50,7 @@ interface Held {
 }
 
 async function withDoctor(fn: (port: number, held: Held) => Promise<void>, tokens: string[] = []): Promise<void> {
-  const held: Held = { calls: [], line: [], opened: [], progress: () => {}, finish: () => {}, fail: () => {}, closeOpened: () => {}, ends: [] };
+  const held: Held = { calls: [], line: [], opened: [], listens: [], progress: () => {}, finish: () => {}, fail: () => {}, closeOpened: () => {}, ends: [] };
   const io = (): BusDoctorIo => {
     let closed = false;
     return { ask: async () => ({ kind: 'silence' }), sentBytes: () => 0, close: () => void (closed = true), get closed() { return closed; } } as BusDoctorIo;
@@ -67,6 +69,14 @@ async function withDoctor(fn: (port: number, held: Held) => Promise<void>, token
       held.opened.push(`${path} ${s.baud_rate} ${s.parity} ${s.stop_bits}`);
       return { ask: async () => ({ kind: 'silence' }), sentBytes: () => 0, close: async () => held.closeOpened() };
     },
+    listen: (path, candidates, seconds, onProgress, signal) => new Promise<DoctorReport>((resolve, reject) => {
+      held.listens.push({ path, candidates, seconds, signal });
+      held.progress = onProgress;
+      held.finish = resolve;
+      held.fail = reject;
+      held.ends.push(resolve);
+      signal.addEventListener('abort', () => resolve(REPORT));
+    }),
     run: (link, options, onProgress) => new Promise<DoctorReport>((resolve, reject) => {
       if ('open' in link) held.calls.push({ options, closed: () => false, open: link.open, first: link.first });
       else held.calls.push({ options, closed: () => (link.io as unknown as { closed: boolean }).closed });
@@ -158,7 +168,6 @@ test('bad bodies: 400 naming the field; nothing starts', async () => {
       [{ from: 20, to: 10 }, /^from \(20\) must not be above to \(10\)/],
       [{ listen: -1 }, /^listen must be an integer from 0 to 600/],
       [{ units: 5 }, /^unknown field: units/],
-      [{ listen: 5 }, /^listen: bus rs485 is polled by the gateway/],
       ['[1,2]', /request body must be a JSON object/],
       ['{"from":', /invalid JSON body/],
     ];
@@ -187,6 +196,8 @@ test('unknown bus 404, a simulator bus 400, a TCP bus with serial settings 400, 
       const auto = await req(port, 'POST', '/buses/plc/doctor', { [field]: 'auto' });
       assert.equal([auto.status, auto.body.errorMsg], [400, `${field}: bus plc is Modbus TCP, which has no serial settings`]);
     }
+    const listen = await req(port, 'POST', '/buses/plc/doctor', { listen: 5 });
+    assert.equal([listen.status, listen.body.errorMsg], [400, 'listen: bus plc is Modbus TCP, which has no line to listen to']);
     assert.is(held.calls.length, 0);
   });
 });
@@ -210,6 +221,28 @@ test('baud "auto": the line is taken from the bus, searched from the bus\'s own 
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(held.line, ['take rs485', 'back rs485']);
     assert.is((await req(port, 'GET', '/buses/rs485/doctor')).body.data.state, 'done');
+  });
+});
+
+test('listen: the line is taken from the bus (its polls would be all it hears), listened to at its own settings, and given back', async () => {
+  await withDoctor(async (port, held) => {
+    const started = await req(port, 'POST', '/buses/rs485/doctor', { listen: 5 });
+    assert.is(started.status, 202, JSON.stringify(started.body));
+    assert.equal([started.body.data.takes_line, started.body.data.options.listen], [true, 5]);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(held.line, ['take rs485'], 'the bus is stopped while listening');
+    assert.equal(held.listens.map((l) => [l.path, l.candidates, l.seconds]), [['/dev/null', [{ baud_rate: 19200, parity: 'even', data_bits: 8, stop_bits: 1 }], 5]]);
+    assert.is(held.calls.length, 0, 'nothing asked: listening sends nothing');
+    held.finish({ ...REPORT, units: [], sent_bytes: 0 });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(held.line, ['take rs485', 'back rs485']);
+    // Stopped while listening: told to stop, and the line is given back.
+    assert.is((await req(port, 'POST', '/buses/rs485/doctor', { listen: 60, baud: 'auto' })).status, 202);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.ok(held.listens[1]!.candidates.length > 1, 'baud "auto": every common setting in turn');
+    await held.doctor!.stop();
+    assert.is(held.listens[1]!.signal.aborted, true);
+    assert.equal(held.line, ['take rs485', 'back rs485', 'take rs485', 'back rs485']);
   });
 });
 

@@ -42,9 +42,10 @@ export interface RelayGateway {
 
 /**
  * `line`: `19200,8,O,1`; `devices`: a devices.py spec (`sdm630:1`); `config(port, dir)`: the gateway's raw config,
- * its RTU bus on `port`.
+ * its RTU bus on `port`. `ends`: more ends of the line than the gateway's and the devices' (`other`: a link in
+ * `dir` for another master).
  */
-export async function startRelayGateway(line: string, devices: string, config: (port: string, dir: string) => Record<string, unknown>): Promise<RelayGateway> {
+export async function startRelayGateway(line: string, devices: string, config: (port: string, dir: string) => Record<string, unknown>, ends: string[] = []): Promise<RelayGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'sg-relay-gw-'));
   const [baud, , parity, stop] = line.split(',');
   const children: ChildProcess[] = [];
@@ -55,7 +56,7 @@ export async function startRelayGateway(line: string, devices: string, config: (
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    children.push(await started(['scripts/modbus-rig/line_relay.py', '--dir', dir, '--line', line, '--ends', 'gw,slave'], 'line relay'));
+    children.push(await started(['scripts/modbus-rig/line_relay.py', '--dir', dir, '--line', line, '--ends', ['gw', 'slave', ...ends].join(',')], 'line relay'));
     children.push(await started(['scripts/modbus-rig/devices.py', '--rtu', join(dir, 'slave'), '--device', devices, '--baud', baud!, '--parity', parity!, '--stop-bits', stop!], 'devices'));
     const raw = config(join(dir, 'gw'), dir);
     gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });

@@ -6,7 +6,7 @@
  */
 import { SerialPort } from 'serialport';
 import { TrafficMap } from './traffic.js';
-import type { DoctorProgress, LineSettings, TrafficUnit } from './types.js';
+import type { DoctorProgress, DoctorReport, LineSettings, TrafficUnit } from './types.js';
 
 /** At least this long per candidate: a master polling once a second is heard at least once. */
 const MIN_SLICE_MS = 2500;
@@ -55,8 +55,9 @@ function listenUntil(port: SerialPort, map: TrafficMap, untilMs: number, stopOnF
 /**
  * Listens on `path` for `seconds` without sending a byte: the first candidate setting under which a frame with a
  * good CRC is heard is kept (null: none), and the traffic of the other master(s) heard under it is mapped.
+ * `signal` ends it early (the gateway stops): the port open now closes and no other setting is tried.
  */
-export async function listenLine(path: string, candidates: LineSettings[], seconds: number, onProgress?: (p: DoctorProgress) => void): Promise<ListenResult> {
+export async function listenLine(path: string, candidates: LineSettings[], seconds: number, onProgress?: (p: DoctorProgress) => void, signal?: AbortSignal): Promise<ListenResult> {
   const start = performance.now();
   const totalMs = Math.max(0, seconds) * 1000;
   const deadline = start + totalMs;
@@ -65,10 +66,12 @@ export async function listenLine(path: string, candidates: LineSettings[], secon
   const tried: string[] = [];
   let garbled = 0;
   for (const [k, settings] of candidates.entries()) {
-    if (k > 0 && performance.now() >= deadline) break;
+    if ((k > 0 && performance.now() >= deadline) || signal?.aborted) break;
     const map = new TrafficMap({ baudRate: settings.baud_rate, jitterMs: JITTER_MS });
     const port = await openPort(path, settings, (b, at) => map.push(b, at));
     const openedAt = performance.now();
+    const abort = (): void => void closePort(port);
+    signal?.addEventListener('abort', abort, { once: true });
     try {
       const note = (): void => progress(`listening at ${describe(settings)}: ${map.counts.requests} requests heard`);
       note();
@@ -83,6 +86,7 @@ export async function listenLine(path: string, candidates: LineSettings[], secon
       onProgress?.({ phase: 'listen', done: 1, note: `${describe(settings)}: ${traffic.length} unit(s) heard` });
       return { line: settings, traffic, hints: map.hints(now) };
     } finally {
+      signal?.removeEventListener('abort', abort);
       await closePort(port);
     }
   }
@@ -91,4 +95,14 @@ export async function listenLine(path: string, candidates: LineSettings[], secon
     ? `${garbled} byte(s) were heard but no frame with a good CRC at ${tried.join(', ')}: another baud rate or parity, or A and B swapped.`
     : `nothing was heard at ${tried.join(', ')}: no other master polls this line, or the adapter is not on the bus (wiring, termination).`;
   return { line: null, traffic: [], hints: [why] };
+}
+
+/** listenLine as the doctor's report: the line heard (an adapter's echo cannot be told without sending), the traffic, 0 bytes sent. */
+export async function listenReport(path: string, candidates: LineSettings[], seconds: number, onProgress?: (p: DoctorProgress) => void, signal?: AbortSignal): Promise<DoctorReport> {
+  const started = performance.now();
+  const heard = await listenLine(path, candidates, seconds, onProgress, signal);
+  return {
+    line: heard.line && { ...heard.line, echo: false }, units: [], traffic: heard.traffic, hints: heard.hints, sent_bytes: 0,
+    elapsed_ms: Math.round(performance.now() - started),
+  };
 }
