@@ -1,7 +1,7 @@
 # The two commands a user needs: `make run` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
-APT_PACKAGES := socat python3-pymodbus python3-requests mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus iproute2
+APT_PACKAGES := socat python3-pymodbus python3-requests mbpoll mosquitto-clients mosquitto systemd shellcheck g++-aarch64-linux-gnu chromium prometheus iproute2 strace
 # What `make dist` itself needs: a cross compiler for the Pi's arm64 epoll, unless this machine is arm64 (no test peers).
 DIST_PACKAGES := $(if $(filter aarch64 arm64,$(shell uname -m)),,g++-aarch64-linux-gnu)
 
