@@ -67,6 +67,8 @@ test('degradation: after 3 failures skipped, probed once per probe period (clamp
   assert.ok(h.mayPoll(1520));
   h.failed(1820, 1500, 1520);
   assert.is(h.probeAt, 3020, 'the same period again, from when the probe was asked (not from its timeout 300 ms later): a unit that comes back is seen within one period however long it was away');
+  h.failed(2000, 1500, 100);
+  assert.is(h.probeAt, 3020, 'a probe that waited in the queue never moves the next one earlier than another failure put it');
   h.failed(3020, 200);
   assert.is(h.probeAt, 4020, 'at least minBackoffMs');
   h.failed(4020, 9000);

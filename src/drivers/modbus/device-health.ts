@@ -29,20 +29,21 @@ export class DeviceHealth {
 
   /**
    * A request timed out or failed at the link level (a Modbus exception is an answer, not a death).
-   * `probeEveryMs`: when a degraded device may be probed next, counted from `askedAt`, when the failed
-   * request was asked for (default: now). Counted from the probe's start, as a poll's interval is, a unit
-   * that comes back is seen within one period; counted from its timeout, the period grew by the timeout
-   * and the queue's wait (1 s polls probed every 1.3 s or more, and a revival took up to 2.7 cycles).
+   * `probeEveryMs`: when a degraded device may be probed next, counted from `sentAt`, when the failed request
+   * went on the line (default: now). Counted from the probe's start, as a poll's interval is, a unit that
+   * comes back is seen within one period; counted from its timeout, the period grew by the timeout (1 s polls
+   * probed every 1.3 s, and a revival took up to 2.7 cycles). A probe never moves the next one earlier than
+   * another request's failure already put it: the gate is shared with on-demand reads.
    */
-  failed(now: number, probeEveryMs = this.options.minBackoffMs, askedAt = now): void {
+  failed(now: number, probeEveryMs = this.options.minBackoffMs, sentAt = now): void {
     this.consecutiveFailures++;
     const wait = Math.min(Math.max(probeEveryMs, this.options.minBackoffMs), this.options.maxBackoffMs);
     if (this.degraded) {
-      this.probeAt = Math.min(askedAt, now) + wait;
+      this.probeAt = Math.max(this.probeAt, Math.min(sentAt, now) + wait);
     } else if (this.consecutiveFailures >= this.options.failuresToDegrade) {
       this.degraded = true;
       this.degradations++;
-      this.probeAt = Math.min(askedAt, now) + wait;
+      this.probeAt = Math.min(sentAt, now) + wait;
     }
   }
 

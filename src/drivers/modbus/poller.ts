@@ -185,7 +185,10 @@ export class Poller {
             device.health.answered(); // the slave is alive; the request is what it refuses
             if (this.stepDown(device, group, request.points.length, error)) break; // replanned: the next cycle uses the new requests
           } else if (!(error instanceof LinkDownError)) {
-            device.health.failed(clock.mono(), this.probeEveryMs(device), askedAt); // a closed port says nothing about the slave
+            // When it went on the line: not before it was asked, nor before its timeout ran (it may have waited in the
+            // queue behind on-demand reads meanwhile).
+            const now = clock.mono();
+            device.health.failed(now, this.probeEveryMs(device), Math.max(askedAt, now - this.options.timeoutMs)); // a closed port says nothing about the slave
           }
           if (probing || device.health.degraded) {
             if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (probed once per probe period)');
