@@ -3,7 +3,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Polka, Request } from 'polka';
 import type { GatewayConfig } from '../config/types.js';
 import type { DeviceIO } from '../core/io.js';
-import type { BusDoctorOptions } from '../drivers/modbus/doctor/types.js';
 import type { ProbePoint, ProbeSummary } from '../core/point-report.js';
 import type { Shadow } from '../core/shadow.js';
 import type { Value } from '../core/types.js';
@@ -120,6 +119,22 @@ export interface UpdateService {
   install(body: AsyncIterable<Buffer>, expectedSize: number | undefined): Promise<Record<string, unknown>>;
   /** /health/shadow's `update` check; undefined when no update was ever asked for or made. */
   check(): Promise<Record<string, unknown> | undefined>;
+}
+
+/**
+ * The doctor's options on a configured bus (`POST /api/v1/buses/<id>/doctor`), the body's words: a serial field
+ * left out is the bus's `own` setting (the line as it runs, through the bus's queue); `auto` or another value than
+ * the bus's searches, which takes the line from the bus for the run. The doctor's own options (DoctorOptions in
+ * protocol/modbus/doctor-types.ts) are these with the bus's settings put in.
+ */
+export interface BusDoctorOptions {
+  baud: 'own' | 'auto' | number;
+  parity: 'own' | 'auto' | 'none' | 'even' | 'odd';
+  stopBits: 'own' | 'auto' | 1 | 2;
+  from: number;
+  to: number;
+  /** Seconds of listening without sending; 0: none. */
+  listenS: number;
 }
 
 /**

@@ -6,10 +6,9 @@
  * does: 400 naming the field, 404 for an unknown bus, 409 while a run is under way on that bus or the bus is
  * not running.
  */
-import type { BusDoctorOptions } from '../drivers/modbus/doctor/types.js';
 import { isGatewayError } from '../core/errors.js';
 import { readFields, type Fields } from './body.js';
-import type { ApiRequest, BusDoctor, RouteKit } from './context.js';
+import type { ApiRequest, BusDoctor, BusDoctorOptions, RouteKit } from './context.js';
 import { HttpError, okEnvelope, sendEnvelope } from './envelope.js';
 
 /** A doctor's options are a few fields: a larger body is not one. */

@@ -13,7 +13,7 @@ import { runDoctor } from '../drivers/modbus/doctor/doctor.js';
 import { listenReport } from '../drivers/modbus/doctor/listen.js';
 import { openSerialDoctorIo } from '../drivers/modbus/doctor/serial-io.js';
 import { candidateSettings, describeSetting } from '../drivers/modbus/doctor/settings.js';
-import type { DoctorOptions, DoctorProgress, DoctorReport, LineSettings } from '../drivers/modbus/doctor/types.js';
+import type { DoctorOptions, DoctorProgress, DoctorReport, LineSettings } from '../protocol/modbus/doctor-types.js';
 import { openFailure } from './serial-port.js';
 
 export const DOCTOR_USAGE = `usage: shadowgate doctor --port /dev/ttyUSB0 [--baud auto|N] [--parity auto|none|even|odd] [--stop-bits auto|1|2]

@@ -8,7 +8,7 @@ import type { Lifecycle } from '../core/lifecycle.js';
 import type { Value } from '../core/types.js';
 import type { BusConfig, ResolvedDevice } from '../config/types.js';
 import type { Logger } from '../util/logger.js';
-import type { BusDoctorIo } from './modbus/doctor/bus-io.js';
+import type { BusDoctorIo } from '../protocol/modbus/doctor-types.js';
 
 export type RawValue = number | string | boolean;
 

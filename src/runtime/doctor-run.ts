@@ -5,7 +5,7 @@
  */
 import type { ModelConfig } from '../config/types.js';
 import { runDoctor, type DoctorLink } from '../drivers/modbus/doctor/doctor.js';
-import type { LineSettings } from '../drivers/modbus/doctor/types.js';
+import type { LineSettings } from '../protocol/modbus/doctor-types.js';
 import type { DoctorRun } from './doctor-service.js';
 
 /**

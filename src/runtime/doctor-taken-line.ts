@@ -5,7 +5,7 @@
  */
 import { GatewayError } from '../core/errors.js';
 import type { OwnedIo } from '../drivers/modbus/doctor/doctor.js';
-import type { LineSettings } from '../drivers/modbus/doctor/types.js';
+import type { LineSettings } from '../protocol/modbus/doctor-types.js';
 import { describeSetting } from '../drivers/modbus/doctor/settings.js';
 
 export interface TakenLine {

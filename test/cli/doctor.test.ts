@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { DoctorReport } from '../../src/drivers/modbus/doctor/types.js';
+import type { DoctorReport } from '../../src/protocol/modbus/doctor-types.js';
 import { needs, peerHook } from '../helpers/peers.js';
 import { kill, rigUnavailable, waitFor } from '../drivers/modbus-rig.js';
 
@@ -76,7 +76,8 @@ function doctor(port: string, limitMs: number): Promise<{ code: number | null; r
   });
 }
 
-for (const echo of [false, true]) {
+/** One line's suite: the plain adapter, or one that echoes what the doctor sends. */
+function lineSuite(echo: boolean): ReturnType<typeof suite<{ line: Line | null }>> {
   const s = suite<{ line: Line | null }>(`doctor on a 19200 8O1 line${echo ? ' behind an echoing adapter' : ''}`, { line: null });
   const rigTest = needs(missing, 'doctor rig tests', s);
   s.before(peerHook(missing, async (ctx) => { ctx.line = await startLine(echo); }));
@@ -97,5 +98,10 @@ for (const echo of [false, true]) {
     assert.ok(report.elapsed_ms <= 60_000, `the doctor took ${report.elapsed_ms} ms`);
     assert.match(stderr, /\[units\]/, 'a progress line');
   });
-  s.run();
+  return s;
 }
+
+const plain = lineSuite(false);
+const echoing = lineSuite(true);
+plain.run();
+echoing.run();

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { listenLine } from '../../src/drivers/modbus/doctor/listen.js';
-import type { DoctorProgress, LineSettings } from '../../src/drivers/modbus/doctor/types.js';
+import type { DoctorProgress, LineSettings } from '../../src/protocol/modbus/doctor-types.js';
 import { needs } from '../helpers/peers.js';
 import { kill, rigUnavailable, waitFor } from './modbus-rig.js';
 

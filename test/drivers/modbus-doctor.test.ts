@@ -6,7 +6,7 @@ import { judgeAnswer } from '../../src/drivers/modbus/doctor/collect.js';
 import { runDoctor } from '../../src/drivers/modbus/doctor/doctor.js';
 import { rtuFrame } from '../../src/protocol/modbus/frame.js';
 import { answerTimeoutMs, candidateSettings, describeSetting } from '../../src/drivers/modbus/doctor/settings.js';
-import type { DoctorIo, DoctorOptions, Exchange } from '../../src/drivers/modbus/doctor/types.js';
+import type { DoctorIo, DoctorOptions, Exchange } from '../../src/protocol/modbus/doctor-types.js';
 import { decodeRequest } from '../../src/protocol/modbus/pdu.js';
 
 const AUTO: DoctorOptions = { baud: 'auto', parity: 'auto', stopBits: 'auto', from: 1, to: 247, listenS: 0 };

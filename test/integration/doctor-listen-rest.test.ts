@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { DoctorReport } from '../../src/drivers/modbus/doctor/types.js';
+import type { DoctorReport } from '../../src/protocol/modbus/doctor-types.js';
 import { kill, rigUnavailable } from '../drivers/modbus-rig.js';
 import { call, waitFor } from '../helpers/http.js';
 import { needs, peerHook } from '../helpers/peers.js';

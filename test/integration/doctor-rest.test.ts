@@ -7,7 +7,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { DoctorReport } from '../../src/drivers/modbus/doctor/types.js';
+import type { DoctorReport } from '../../src/protocol/modbus/doctor-types.js';
 import { rigUnavailable } from '../drivers/modbus-rig.js';
 import { deviceRigConfig, startDeviceGateway, type DeviceGateway } from '../helpers/device-rig.js';
 import { call, waitFor } from '../helpers/http.js';

@@ -11,7 +11,7 @@ import { GatewayError } from '../../core/errors.js';
 import { CycleOrder, type CycleTag } from '../../protocol/modbus/cycle-order.js';
 import type { Logger } from '../../util/logger.js';
 import { loopLook } from '../../util/loop-look.js';
-import type { Exchange } from './doctor/types.js';
+import type { Exchange } from '../../protocol/modbus/doctor-types.js';
 import { classify, type ClassifiedError } from './errors.js';
 import { WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
 

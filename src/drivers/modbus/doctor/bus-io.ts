@@ -7,15 +7,11 @@
  */
 import { GatewayError } from '../../../core/errors.js';
 import { PRIORITY, type BusOwner } from '../bus-owner.js';
-import type { DoctorIo, Exchange } from './types.js';
+import type { BusDoctorIo, Exchange } from '../../../protocol/modbus/doctor-types.js';
 
 /** Bytes on the wire around a PDU: RTU adds the unit and the CRC, Modbus TCP the MBAP header. */
 const FRAMING = { rtu: 3, tcp: 7 } as const;
 
-export interface BusDoctorIo extends DoctorIo {
-  /** Further requests fail at once (the run was stopped: the gateway stops, or the bus was removed). */
-  close(): void;
-}
 
 /** `echoes`: whether the bus's adapter hands back our bytes (the transport's, seen or configured). */
 export function busDoctorIo(owner: BusOwner, link: 'rtu' | 'tcp', timeoutMs: number, echoes: () => boolean = () => false): BusDoctorIo {

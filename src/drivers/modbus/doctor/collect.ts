@@ -9,7 +9,7 @@
  *   answer. Anything else heard by the deadline is garbage: a wrong baud or parity, A/B swapped, a collision.
  */
 import { crcOk, expectedResponseLength, NEED_MORE, UNKNOWN } from '../../../protocol/modbus/frame.js';
-import type { Exchange } from './types.js';
+import type { Exchange } from '../../../protocol/modbus/doctor-types.js';
 
 export interface Judged {
   /** null: nothing final yet (wait for more bytes, or for the deadline). */

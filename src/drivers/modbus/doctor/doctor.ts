@@ -9,7 +9,7 @@ import type { ModelConfig } from '../../../config/types.js';
 import { encodeRequest } from '../../../protocol/modbus/client-pdu.js';
 import { scoreModels } from './identify.js';
 import { answerTimeoutMs, candidateSettings, describeSetting } from './settings.js';
-import type { DoctorIo, DoctorOptions, DoctorProgress, DoctorReport, DoctorUnit, LineSettings } from './types.js';
+import type { DoctorIo, DoctorOptions, DoctorProgress, DoctorReport, DoctorUnit, LineSettings } from '../../../protocol/modbus/doctor-types.js';
 import { UnitReader } from './unit-reads.js';
 
 /** A DoctorIo the doctor opened itself, closed when it moves on. */

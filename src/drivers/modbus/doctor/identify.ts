@@ -8,7 +8,7 @@
 import type { ModbusPointBlock, ModelConfig, PointConfig } from '../../../config/types.js';
 import { classifyPoints } from '../../../core/point-report.js';
 import { decodeRegisters, isBitTable, pointWidth, type RawPointValue } from '../../../protocol/modbus/codec.js';
-import type { ModelCandidate } from './types.js';
+import type { ModelCandidate } from '../../../protocol/modbus/doctor-types.js';
 import { EASTRON_CODES, type ReadFc, type UnitIdentity, type UnitReader } from './unit-reads.js';
 
 /** Points read per model beyond its identity: enough to tell maps apart, few enough for 30 models in seconds. */

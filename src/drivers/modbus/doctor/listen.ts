@@ -6,7 +6,7 @@
  */
 import { SerialPort } from 'serialport';
 import { TrafficMap } from './traffic.js';
-import type { DoctorProgress, DoctorReport, LineSettings, TrafficUnit } from './types.js';
+import type { DoctorProgress, DoctorReport, LineSettings, TrafficUnit } from '../../../protocol/modbus/doctor-types.js';
 
 /** At least this long per candidate: a master polling once a second is heard at least once. */
 const MIN_SLICE_MS = 2500;

@@ -8,7 +8,7 @@
 import { SerialPort } from 'serialport';
 import { MAX_FRAME, rtuFrame } from '../../../protocol/modbus/frame.js';
 import { judgeAnswer } from './collect.js';
-import type { DoctorIo, Exchange, LineSettings } from './types.js';
+import type { DoctorIo, Exchange, LineSettings } from '../../../protocol/modbus/doctor-types.js';
 
 export interface SerialDoctorIo extends DoctorIo {
   close(): Promise<void>;

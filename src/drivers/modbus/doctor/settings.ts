@@ -5,7 +5,7 @@
  * is the Modbus default of most vendors and 8E1 the spec's default (Modbus over serial line §2.5.1), so
  * those four come first; then the other rates with 8N1/8E1, then the rarer 8O1 and 8N2 at every rate.
  */
-import type { DoctorOptions, LineSettings } from './types.js';
+import type { DoctorOptions, LineSettings } from '../../../protocol/modbus/doctor-types.js';
 
 /** Common rates, most likely first. */
 export const COMMON_BAUDS = [9600, 19200, 38400, 4800, 2400, 115200] as const;

@@ -3,7 +3,21 @@
  * traffic map, so each one names what was seen, what it usually means and what to check.
  */
 import { exceptionText } from '../../../protocol/modbus/exceptions.js';
-import type { LineCounts } from './traffic.js';
+
+/** What the whole line showed, beyond each unit. */
+export interface LineCounts {
+  requests: number;
+  responses: number;
+  /** Answers heard without the request they answer (listening began in between, or the request was garbled). */
+  orphanResponses: number;
+  /** Bytes that were no frame (bad CRC, cut short, noise) and the runs of them. */
+  garbledBytes: number;
+  garbledRuns: number;
+  /** Frames with more than t1.5 of silence inside. */
+  t15Violations: number;
+  /** Frames that began less than t3.5 after the frame before. */
+  t35Violations: number;
+}
 
 export interface UnitOutcome { unit: number; answered: number; unanswered: number; exceptionCodes: number[] }
 

@@ -8,8 +8,8 @@
  */
 import { FrameSplitter } from '../../../protocol/modbus/frame.js';
 import { ByteClock } from './traffic-timing.js';
-import { trafficHints } from './traffic-hints.js';
-import type { TrafficRange, TrafficUnit } from './types.js';
+import { trafficHints, type LineCounts } from './traffic-hints.js';
+import type { TrafficRange, TrafficUnit } from '../../../protocol/modbus/doctor-types.js';
 
 export interface TrafficOptions {
   baudRate: number;
@@ -19,20 +19,6 @@ export interface TrafficOptions {
   jitterMs?: number;
 }
 
-/** What the whole line showed, beyond each unit. */
-export interface LineCounts {
-  requests: number;
-  responses: number;
-  /** Answers heard without the request they answer (listening began in between, or the request was garbled). */
-  orphanResponses: number;
-  /** Bytes that were no frame (bad CRC, cut short, noise) and the runs of them. */
-  garbledBytes: number;
-  garbledRuns: number;
-  /** Frames with more than t1.5 of silence inside. */
-  t15Violations: number;
-  /** Frames that began less than t3.5 after the frame before. */
-  t35Violations: number;
-}
 
 /** A request whose answer is awaited. */
 interface Asked { unit: number; fc: number; from: number; count: number; at: number }

@@ -7,7 +7,7 @@
 import { decodeAnswer } from '../../../protocol/modbus/client-pdu.js';
 import { encodeRequest } from '../../../protocol/modbus/client-pdu.js';
 import { deviceIdRequest, parseDeviceId, parseServerId, serverIdRequest, SUNSPEC_MARKER } from '../../../protocol/modbus/identity.js';
-import type { DoctorIo } from './types.js';
+import type { DoctorIo } from '../../../protocol/modbus/doctor-types.js';
 
 export type ReadFc = 1 | 2 | 3 | 4;
 export type SpanRead = { ok: true; data: number[] } | { ok: false; why: string };

@@ -119,13 +119,8 @@ export interface DoctorOptions {
   listenS: number;
 }
 
-/**
- * The doctor's options on a configured bus (`POST /api/v1/buses/<id>/doctor`): a serial field left out is the
- * bus's `own` setting (the line as it runs, through the bus's queue); `auto` or another value than the bus's
- * searches, which takes the line from the bus for the run.
- */
-export interface BusDoctorOptions extends Omit<DoctorOptions, 'baud' | 'parity' | 'stopBits'> {
-  baud: 'own' | DoctorOptions['baud'];
-  parity: 'own' | DoctorOptions['parity'];
-  stopBits: 'own' | DoctorOptions['stopBits'];
+/** A DoctorIo through a running bus's queue (drivers/modbus/doctor/bus-io.ts). */
+export interface BusDoctorIo extends DoctorIo {
+  /** Further requests fail at once (the run was stopped: the gateway stops, or the bus was removed). */
+  close(): void;
 }
