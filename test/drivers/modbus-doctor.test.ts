@@ -53,7 +53,7 @@ test('judging: an answer, an echo stripped, a late frame of another unit skipped
 class ImageIo implements DoctorIo {
   sent = 0;
   constructor(private readonly units: Map<number, { input: Map<number, number>; holding: Map<number, number> }>) {}
-  async ask(unit: number, pdu: Uint8Array): Promise<Exchange> {
+  async ask(unit: number, pdu: Uint8Array, _timeoutMs?: number): Promise<Exchange> {
     this.sent += pdu.length + 3;
     const image = this.units.get(unit);
     if (!image) return { kind: 'silence' };
@@ -70,6 +70,7 @@ class ImageIo implements DoctorIo {
     return { kind: 'answer', pdu: Uint8Array.from([fc, count * 2, ...words.flatMap((w) => [w >> 8, w & 0xff])]) };
   }
   sentBytes(): number { return this.sent; }
+  async close(): Promise<void> {}
 }
 
 const floatWords = (v: number): [number, number] => {
@@ -115,6 +116,31 @@ test('scoring: the same image without a meter code gives no model a whole score 
   const top = report.units[0]!.candidates[0]!;
   assert.match(top.model, /^eastron-/);
   assert.not.match(report.units[0]!.candidates.find((c) => c.model === 'eastron-sdm630')!.why, /meter_code is 112/);
+});
+
+/** ImageIo on a slow line: every answer comes after a short wait is over (seen in the next ask), in time for a long one. */
+class SlowIo extends ImageIo {
+  private readonly late = new Set<number>();
+  override async ask(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<Exchange> {
+    const got = await super.ask(unit, pdu);
+    if (got.kind === 'silence' || timeoutMs >= 300) return got;
+    this.late.add(unit);
+    return { kind: 'silence' };
+  }
+  lateUnits(): number[] { return [...this.late]; }
+}
+
+test('searching: a setting is proven by a unit that answers after its short wait; it is asked again slowly and identified', async () => {
+  const tried: number[] = [];
+  const report = await runDoctor({
+    open: async (settings) => {
+      tried.push(settings.baud_rate);
+      return settings.baud_rate === 19200 && settings.parity === 'none' && settings.stop_bits === 1 ? new SlowIo(new Map([[1, sdm630Image()]])) : new ImageIo(new Map());
+    },
+  }, { ...AUTO, from: 1, to: 3 }, models, () => {}, { marginMs: 50 });
+  assert.equal(report.line && [report.line.baud_rate, report.line.parity], [19200, 'none'], `tried ${tried.join(', ')}`);
+  assert.equal(report.units.map((u) => [u.unit, u.answers]), [[1, 'exception']]);
+  assert.is(report.units[0]!.candidates[0]?.model, 'eastron-sdm630');
 });
 
 test.run();

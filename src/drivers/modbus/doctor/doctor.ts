@@ -34,6 +34,11 @@ const SETTINGS_UNITS = [1, 2, 3, 4, 5, 10, 247];
 /** The unit scan's probe: FC 3, one register at 0 (an exception proves the unit as well as data). */
 const SCAN_PDU = encodeRequest({ fc: 3, address: 0, count: 1 });
 const SCAN_ANSWER_BYTES = 7;
+/**
+ * The least wait when a unit that answered late is asked again: it is known to be there, so a long wait costs
+ * one unit's time, not the scan's (some meters take hundreds of ms; a busy machine adds its own).
+ */
+const LATE_WAIT_MS = 1000;
 
 type Found = Map<number, DoctorUnit['answers']>;
 
@@ -56,11 +61,14 @@ async function searchSettings(link: Extract<DoctorLink, { open: unknown }>, opti
     const io = await link.open(settings);
     const timeout = answerTimeoutMs(settings, 8, SCAN_ANSWER_BYTES, deps.marginMs);
     let garbage = 0;
+    // A good frame from a unit proves the setting, also one that came after its own short wait, in the next ask
+    // (a slow device, or a busy machine): the unit scan asks such units again with a longer wait.
+    const proven = (): boolean => found.size > 0 || (io.lateUnits?.().length ?? 0) > 0;
     for (const unit of units) {
       garbage += await probeUnit(io, unit, timeout, found);
-      if (found.size > 0) break;
+      if (proven()) break;
     }
-    if (found.size > 0) {
+    if (proven()) {
       if (garbled.length > 0) hints.push(garbageHint(garbled));
       return { io, settings };
     }
@@ -117,14 +125,16 @@ export async function runDoctor(link: DoctorLink, options: DoctorOptions, models
     // A unit slower than the short scan timeout answered into a later ask: it is there, ask it again slowly.
     for (const unit of io.lateUnits?.() ?? []) {
       if (found.has(unit) || unit < options.from || unit > options.to) continue;
-      await probeUnit(io, unit, 4 * timeout, found);
+      await probeUnit(io, unit, Math.max(4 * timeout, LATE_WAIT_MS), found);
     }
     hints.push(...scanHints(found, garbage, io.echo?.() ?? false, options));
+    // Units that answered late answer the identity reads late too: give those reads more time.
+    const margin = ((io.lateUnits?.().length ?? 0) > 0 ? 8 : 2) * d.marginMs;
     const units: DoctorUnit[] = [];
     const ids = [...found.keys()].sort((a, b) => a - b);
     for (const [i, unit] of ids.entries()) {
       onProgress({ phase: 'identity', done: i / ids.length, note: `identifying unit ${unit}` });
-      const reader = new UnitReader(io, unit, (answerBytes) => answerTimeoutMs(settings, 8, answerBytes, 2 * d.marginMs));
+      const reader = new UnitReader(io, unit, (answerBytes) => answerTimeoutMs(settings, 8, answerBytes, margin));
       const candidates = await scoreModels(reader, models, await reader.identity());
       units.push({ unit, answers: found.get(unit)!, candidates });
     }
