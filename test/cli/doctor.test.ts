@@ -11,37 +11,21 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { DoctorReport } from '../../src/protocol/modbus/doctor-types.js';
 import { needs, peerHook } from '../helpers/peers.js';
-import { kill, rigUnavailable, waitFor } from '../drivers/modbus-rig.js';
+import { kill, rigUnavailable } from '../drivers/modbus-rig.js';
+import { startPython } from '../helpers/relay-line.js';
 
-const PYTHON = '/usr/bin/python3';
 const missing = rigUnavailable();
 /** The devices on the line: a meter, a sensor without holding register 0 (exception 2 there), a relay board. */
 const DEVICES = 'sdm630:1,xy-md02:7,ws-relay:33';
 
 interface Line { dir: string; children: ChildProcess[] }
 
-async function started(args: string[], what: string): Promise<ChildProcess> {
-  const child = spawn(PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  try {
-    await waitFor(`${what} READY`, () => out.includes('READY') || child.exitCode !== null, 10_000);
-  } catch (e) {
-    await kill(child);
-    throw new Error(`${(e as Error).message}: ${err.slice(-400)}`);
-  }
-  if (child.exitCode !== null) throw new Error(`${what} exited: ${err.slice(-400)}`);
-  return child;
-}
-
 async function startLine(echo: boolean): Promise<Line> {
   const dir = mkdtempSync(join(tmpdir(), 'sg-doctor-'));
   const line: Line = { dir, children: [] };
   try {
-    line.children.push(await started(['scripts/modbus-rig/line_relay.py', '--dir', dir, '--line', '19200,8,O,1', '--ends', 'gw,slave', ...(echo ? ['--echo', 'gw'] : [])], 'line relay'));
-    line.children.push(await started(['scripts/modbus-rig/devices.py', '--rtu', join(dir, 'slave'), '--device', DEVICES, '--baud', '19200', '--parity', 'O'], 'devices'));
+    line.children.push(await startPython(['scripts/modbus-rig/line_relay.py', '--dir', dir, '--line', '19200,8,O,1', '--ends', 'gw,slave', ...(echo ? ['--echo', 'gw'] : [])], 'line relay'));
+    line.children.push(await startPython(['scripts/modbus-rig/devices.py', '--rtu', join(dir, 'slave'), '--device', DEVICES, '--baud', '19200', '--parity', 'O'], 'devices'));
   } catch (e) {
     await stopLine(line);
     throw e;

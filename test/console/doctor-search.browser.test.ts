@@ -7,12 +7,12 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { rigUnavailable } from '../drivers/modbus-rig.js';
 import { call, waitFor } from '../helpers/http.js';
 import { needs, peerHook } from '../helpers/peers.js';
 import { startRelayGateway, type RelayGateway } from '../helpers/relay-line.js';
-import { browserUnavailable, launch, openPage } from './helpers.js';
+import { browserUnavailable, fits, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable() ?? rigUnavailable();
 const browserTest = needs(why, 'console bus doctor settings search tests');
@@ -34,18 +34,6 @@ test.after(async () => {
   await browser?.close();
   await g?.stop();
 });
-
-const sideways = (page: Page): Promise<number> =>
-  page.evaluate(() => document.scrollingElement!.scrollWidth - document.scrollingElement!.clientWidth);
-
-async function fits(page: Page, where: string): Promise<void> {
-  for (const width of [375, 1280]) {
-    await page.setViewportSize({ width, height: 800 });
-    await page.waitForTimeout(100);
-    const over = await sideways(page);
-    assert.ok(over <= 0, `${where} scrolls sideways by ${over}px at ${width}px`);
-  }
-}
 
 interface Bus { id: string; baud_rate?: number; parity?: string; stop_bits?: number; running: boolean }
 

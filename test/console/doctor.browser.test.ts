@@ -7,13 +7,12 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Page } from 'playwright-core';
 import type { Browser } from 'playwright-core';
 import { rigUnavailable } from '../drivers/modbus-rig.js';
 import { deviceRigConfig, startDeviceGateway, type DeviceGateway } from '../helpers/device-rig.js';
 import { waitFor } from '../helpers/http.js';
 import { needs, peerHook } from '../helpers/peers.js';
-import { browserUnavailable, launch, openPage } from './helpers.js';
+import { browserUnavailable, fits, launch, openPage } from './helpers.js';
 
 const why = browserUnavailable() ?? rigUnavailable();
 const browserTest = needs(why, 'console bus doctor tests');
@@ -31,19 +30,6 @@ test.after(async () => {
   await browser?.close();
   await g?.stop();
 });
-
-/** How far the page scrolls sideways (0 when it fits). */
-const sideways = (page: Page): Promise<number> =>
-  page.evaluate(() => document.scrollingElement!.scrollWidth - document.scrollingElement!.clientWidth);
-
-async function fits(page: Page, where: string): Promise<void> {
-  for (const width of [375, 1280]) {
-    await page.setViewportSize({ width, height: 800 });
-    await page.waitForTimeout(100);
-    const over = await sideways(page);
-    assert.ok(over <= 0, `${where} scrolls sideways by ${over}px at ${width}px`);
-  }
-}
 
 browserTest('the doctor view runs, shows each unit with its model, fits 375 and 1280 px; "Add" adds a found unit, which is then polled', async () => {
   const base = `http://127.0.0.1:${g!.gw.httpPort}`;

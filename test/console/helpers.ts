@@ -2,6 +2,7 @@
 /** A real browser for the console tests: Debian's chromium driven by playwright-core (skipped without it). */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import * as assert from 'uvu/assert';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -52,4 +53,18 @@ export async function drawnPixels(page: Page, selector: string): Promise<number>
     }
     return n;
   });
+}
+
+/** How far the page scrolls sideways (0 when it fits). */
+export const sideways = (page: Page): Promise<number> =>
+  page.evaluate(() => document.scrollingElement!.scrollWidth - document.scrollingElement!.clientWidth);
+
+/** The page fits a phone (375 px) and a desktop (1280 px) without scrolling sideways. */
+export async function fits(page: Page, where: string): Promise<void> {
+  for (const width of [375, 1280]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.waitForTimeout(100);
+    const over = await sideways(page);
+    assert.ok(over <= 0, `${where} scrolls sideways by ${over}px at ${width}px`);
+  }
 }

@@ -20,7 +20,7 @@ import { Rig, rigUnavailable } from '../drivers/modbus-rig.js';
 import { waitFor } from '../helpers/http.js';
 import { needs, peerHook } from '../helpers/peers.js';
 import { rawConfig, start } from './fixtures.js';
-import { browserUnavailable, launch, openPage } from './helpers.js';
+import { browserUnavailable, launch, openPage, sideways } from './helpers.js';
 
 const why = browserUnavailable() ?? rigUnavailable();
 const browserTest = needs(why, 'console real-device tests');
@@ -41,10 +41,6 @@ function realConfig(extra: Record<string, unknown> = {}): Record<string, unknown
   ];
   return raw;
 }
-
-/** How far the page scrolls sideways (0 when it fits). */
-const sideways = (page: Page): Promise<number> =>
-  page.evaluate(() => document.scrollingElement!.scrollWidth - document.scrollingElement!.clientWidth);
 
 /** axe-core's serious and critical findings on the page as it is. */
 async function seriousAxe(page: Page): Promise<string[]> {

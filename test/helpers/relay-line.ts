@@ -16,7 +16,8 @@ import { kill, waitFor } from '../drivers/modbus-rig.js';
 
 const PYTHON = '/usr/bin/python3';
 
-async function started(args: string[], what: string): Promise<ChildProcess> {
+/** A rig script under Debian's python3, once it printed READY (its stderr's tail in the error otherwise). */
+export async function startPython(args: string[], what: string): Promise<ChildProcess> {
   const child = spawn(PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -56,8 +57,8 @@ export async function startRelayGateway(line: string, devices: string, config: (
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    children.push(await started(['scripts/modbus-rig/line_relay.py', '--dir', dir, '--line', line, '--ends', ['gw', 'slave', ...ends].join(',')], 'line relay'));
-    children.push(await started(['scripts/modbus-rig/devices.py', '--rtu', join(dir, 'slave'), '--device', devices, '--baud', baud!, '--parity', parity!, '--stop-bits', stop!], 'devices'));
+    children.push(await startPython(['scripts/modbus-rig/line_relay.py', '--dir', dir, '--line', line, '--ends', ['gw', 'slave', ...ends].join(',')], 'line relay'));
+    children.push(await startPython(['scripts/modbus-rig/devices.py', '--rtu', join(dir, 'slave'), '--device', devices, '--baud', baud!, '--parity', parity!, '--stop-bits', stop!], 'devices'));
     const raw = config(join(dir, 'gw'), dir);
     gw = await startGateway(validateConfig(raw, { env: {} }), { log: silentLogger, raw });
     return { gw, dir, port: join(dir, 'gw'), stop: stopAll };
