@@ -110,7 +110,7 @@ export interface PersonaModel {
   constants?: Record<string, number | string>;
   same_as?: Record<string, string>;
   /** What FC04 reads: the input table (default), the holding table (a meter answering FC03 and FC04 alike), or nothing (0x01). */
-  fc04?: 'input' | 'holding' | 'none';
+  fc04?: 'input' | 'holding' | 'input-or-holding' | 'none';
   /** Point -> a second address in its table where the same words are served (an address sources disagree on). */
   also_at?: Record<string, number>;
   /** Consumers known to read this persona, and the points each reads (a config leaving one unreadable is refused). */

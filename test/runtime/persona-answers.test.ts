@@ -54,6 +54,16 @@ test('EM24: FC04 answers the registers FC03 does (a reader with FC04 gets the Vi
   assert.equal([...(await at(4, 0x0100, 2))!], [0x84, 0x02], 'outside the map: 0x02 under FC04 too');
 });
 
+test('Eastron: FC04 reads the identity registers where there is no input register (Victron\'s meter library probes FC02h so); measurements stay input registers', async () => {
+  for (const [name, code, voltage] of [['eastron-sdm630', 0x0070, 'voltage_l1'], ['eastron-sdm120', 0x0020, 'voltage']] as const) {
+    const { shadow, at } = setup(models[name]!, { bind: { [voltage]: 'p1.u' } });
+    shadow.SetDevicePoints('p1', { u: 231.5 });
+    assert.equal(words(await at(4, 0xfc02, 1)), [code], `${name}: FC04 at FC02h`);
+    assert.equal(words(await at(3, 0xfc02, 1)), [code], `${name}: FC03 at FC02h`);
+    assert.is(mbmdFloat(words(await at(4, 0x0000, 2))), 231.5, `${name}: FC04 at 0000h is still the input register (voltage)`);
+  }
+});
+
 test('DTSU666: FC04 as FC03; the energies answer at 101Eh/1028h and at 401Eh/4028h, always alike; meter type 166 at 000Bh', async () => {
   const { shadow, at } = setup(models['chint-dtsu666']!, { bind: { total_power: 'p1.p', import_energy: 'p1.imp', export_energy: 'p1.exp' } });
   shadow.SetDevicePoints('p1', { p: 812.3, imp: 4321.5, exp: 98.25 });

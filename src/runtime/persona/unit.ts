@@ -158,11 +158,14 @@ export class PersonaUnit {
         return this.config.stale === 'exception' ? encodeException(req.fc, EXCEPTION.targetFailed) : null;
       }
       // FC04 reads what the real meter answers it with: its input registers, the same registers as FC03 (an EM24 or a
-      // DTSU666 answers both alike, and readers use either), or nothing (illegal function, as such a device answers).
+      // DTSU666 answers both alike, and readers use either), its input registers and where it has none its holding
+      // ones (an Eastron meter's identity at FC00h-FC03h, which Victron's meter library reads with FC04), or nothing
+      // (illegal function, as such a device answers).
       const fc04 = this.config.model.persona?.fc04 ?? 'input';
       if (req.fc === 4 && fc04 === 'none') return encodeException(req.fc, EXCEPTION.illegalFunction);
-      const table = req.fc === 3 || fc04 === 'holding' ? 'holding' : 'input';
-      const cluster = clusterOf(this.map, table, req.address, req.count);
+      let table: 'holding' | 'input' = req.fc === 3 || fc04 === 'holding' ? 'holding' : 'input';
+      let cluster = clusterOf(this.map, table, req.address, req.count);
+      if (!cluster && req.fc === 4 && fc04 === 'input-or-holding') cluster = clusterOf(this.map, (table = 'holding'), req.address, req.count);
       if (!cluster) return encodeException(req.fc, EXCEPTION.illegalAddress);
       const from = cluster.at + req.address - cluster.start;
       return encodeRegisters(req.fc, this.snap[table].subarray(from, from + req.count));
