@@ -110,4 +110,42 @@ rigTest('echo off: a read\'s copy is dropped as ours (not another master\'s requ
   });
 });
 
+rigTest('no echo: another master asking what we just asked, right after our transaction, is another master (the line is shared)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sg-echo-'));
+  const [a, b] = [join(dir, 'a'), join(dir, 'b')];
+  let socat: ChildProcess | null = null;
+  const transport = new RtuTransport({ path: a, baudRate: 9600, parity: 'none', dataBits: 8, stopBits: 1, echo: false });
+  let end: SerialPort | null = null;
+  try {
+    socat = await socatPair(a, b);
+    const port = await new Promise<SerialPort>((resolve, reject) => {
+      const p = new SerialPort({ path: b, baudRate: 9600, autoOpen: false });
+      p.open((err) => (err ? reject(err) : resolve(p)));
+    });
+    end = port;
+    // A plain slave: no echo. After its answer a second master (a Node-RED flow polling the same meter) begins a
+    // request to the same unit and function: its first bytes are those of ours, and the line is busy from them on.
+    port.on('data', (req: Buffer) => {
+      if (req.length === 8) setTimeout(() => port.write(answer(req[0]!, 7)), 10);
+    });
+    await transport.open();
+    assert.equal(await transport.request(1, read, 1000), [7]);
+    await sleep(20);
+    port.write(Buffer.from([1, 3]));
+    await sleep(4); // within t1.5 at 9600 baud the frame could go on; here it pauses, as a busy master's can
+    assert.ok(transport.answerPendingUntil() > performance.now(), 'a frame begun by another master holds the line: talking now would collide');
+    const rest = Buffer.from([1, 3, 0, 20, 0, 2, 0, 0]);
+    rest.writeUInt16LE(crc16(rest, 0, 6), 6);
+    port.write(rest.subarray(2));
+    await sleep(50);
+    assert.ok(transport.shared(), 'the other master\'s request is heard as one: the line is shared');
+    assert.not.ok(transport.echoes(), 'and it is no echo');
+  } finally {
+    await transport.close();
+    await new Promise<void>((r) => (end?.isOpen ? end.close(() => r()) : r()));
+    await kill(socat);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test.run();

@@ -161,12 +161,28 @@ export class Poller {
       for (const request of group.requests) {
         if (this.stopped || !device.health.mayPoll(clock.mono())) break;
         const probing = device.health.degraded;
-        const askedAt = clock.mono();
+        let skipped = false;
         try {
-          const data = await this.bus.enqueue(PRIORITY.poll, (io) =>
-            io.request(device.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, device.health.suspect ? 0 : this.options.retries),
-          tag);
-          device.health.answered();
+          const data = await this.bus.enqueue(PRIORITY.poll, async (io) => {
+            // A probe queued while an on-demand read at the unit failed: that failure was this period's probe.
+            if (probing && !device.health.mayPoll(clock.mono())) return (skipped = true);
+            const sentAt = clock.mono();
+            try {
+              const out = await io.request(device.unit, { fc: READ_FC[request.table], address: request.address, count: request.count }, device.health.suspect ? 0 : this.options.retries);
+              device.health.answered();
+              return out;
+            } catch (err) {
+              // Noted inside the job, before the bus owner runs the next one: a read queued behind this probe then
+              // sees the unit backed off (noted after, it went on the line with the old health, a timeout more).
+              // The next probe counts from this one's start, as a poll's interval does: counted from its timeout,
+              // 1 s polls were probed every 1.3 s, and a revival took up to 2.7 cycles.
+              if (!(isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') && !(err instanceof LinkDownError)) {
+                device.health.failed(clock.mono(), this.probeEveryMs(device), sentAt); // a closed port says nothing about the slave
+              }
+              throw err;
+            }
+          }, tag);
+          if (skipped) break;
           device.counters.polls++;
           const decoded = decodeResponse(request, data as (number | boolean)[]);
           if (device.sunspec && !chainHolds(request, decoded)) {
@@ -184,11 +200,6 @@ export class Poller {
           if (error instanceof GatewayError && error.code === 'MODBUS_EXCEPTION') {
             device.health.answered(); // the slave is alive; the request is what it refuses
             if (this.stepDown(device, group, request.points.length, error)) break; // replanned: the next cycle uses the new requests
-          } else if (!(error instanceof LinkDownError)) {
-            // When it went on the line: not before it was asked, nor before its timeout ran (it may have waited in the
-            // queue behind on-demand reads meanwhile).
-            const now = clock.mono();
-            device.health.failed(now, this.probeEveryMs(device), Math.max(askedAt, now - this.options.timeoutMs)); // a closed port says nothing about the slave
           }
           if (probing || device.health.degraded) {
             if (!probing) log.warn({ device: device.id, unit: device.unit, err: error.message }, 'modbus device not answering; degraded (probed once per probe period)');

@@ -98,6 +98,11 @@ export class RtuLine extends RtuReader {
   private ownCopy(bytes: Buffer, at: number): boolean {
     const sent = this.sentLength;
     if (this.copied >= sent || at - this.sentAt > this.answerWaitMs) return false;
+    // Only where a copy can come: from an adapter seen (or set) to echo, or as the answer of a write (FC 5/6/8,
+    // answered with a copy of the request). Otherwise the same first bytes are another master asking the same
+    // unit and function — hidden from the listener, the line looked free inside its frame and we talked into it.
+    const fc = this.sent[1];
+    if (!this.echo && !this.copiesSeen && fc !== 5 && fc !== 6 && fc !== 8) return false;
     const fits = this.copied + bytes.length <= sent && bytes.every((b, k) => b === this.sent[this.copied + k]);
     if (fits) {
       this.copied += bytes.length;

@@ -80,6 +80,8 @@ export abstract class RtuReader extends EventEmitter {
   /** Its copy may still be at `from`: not looked past yet. */
   private echoPending = false;
   private echoTold = false;
+  /** A copy of our request came back on this line (echo on or not): the adapter echoes. */
+  protected copiesSeen = false;
 
   private port: BoundPort | null = null;
   private closing = false;
@@ -414,6 +416,7 @@ export abstract class RtuReader extends EventEmitter {
     // FC 5, 6 and 8 are answered with a copy of the request: without echo on, the copy is the answer.
     if (!this.echo && (this.fc === 5 || this.fc === 6 || this.fc === 8)) return 'no';
     this.from += length;
+    this.copiesSeen = true;
     if (!this.echo && this.echoAuto) {
       this.echo = true;
       this.onEcho(`${this.options.path}: the adapter hands back what the gateway sends (a converter without echo suppression): echo is on, our own bytes are dropped`);
