@@ -4,8 +4,7 @@
  * read once however many models ask for it. Every read is a short one: a unit that does not support a
  * function often stays silent, and the doctor waits for it only as long as the answer would take.
  */
-import { decodeAnswer } from '../../../protocol/modbus/client-pdu.js';
-import { encodeRequest } from '../../../protocol/modbus/client-pdu.js';
+import { decodeAnswer, encodeRequest } from '../../../protocol/modbus/client-pdu.js';
 import { deviceIdRequest, parseDeviceId, parseServerId, serverIdRequest, SUNSPEC_MARKER } from '../../../protocol/modbus/identity.js';
 import type { DoctorIo } from '../../../protocol/modbus/doctor-types.js';
 
