@@ -79,7 +79,10 @@ rigTest('--listen beside a pymodbus master polling two units: both units, their 
     assert.ok(results.every((r) => r.ok), `no request of the master was disturbed: ${results.map((r) => (r.ok ? '.' : 'x')).join('')} of n=${n}`);
     const seen = JSON.parse(readFileSync(counts, 'utf8')) as Record<string, number>;
     assert.equal(Object.keys(seen).sort(), ['1:3:20:6', '2:4:0:4'], 'the slave saw no other request');
-    assert.is(Object.values(seen).reduce((a, b) => a + b, 0), results.length, 'as many requests as the master made');
+    // At most the steps handed to the master (a frame of ours would be one more), at least the answers it printed
+    // (its last request may be on the line as the feeder stops: 46 seen, 45 printed once beside a CPU hog).
+    const total = Object.values(seen).reduce((a, b) => a + b, 0);
+    assert.ok(total >= results.length && total <= n, `the slave saw ${total} requests: the master printed ${results.length} of the ${n} it was given`);
   } finally {
     clearInterval(feeder);
     for (const p of procs.reverse()) await kill(p);
