@@ -29,8 +29,6 @@ class ScriptedLink implements ModbusTransport {
   readonly label = 'scripted';
   private up = false;
   private readonly asked = new Map<number, number>();
-  /** When unit 9 (the dead one) was asked, performance.now(). */
-  readonly deadAsks: number[] = [];
   constructor(private readonly script: (unit: number, n: number) => Outcome = () => 'ok') {}
   async open(): Promise<void> { this.up = true; }
   async close(): Promise<void> { this.up = false; }
@@ -39,7 +37,6 @@ class ScriptedLink implements ModbusTransport {
   async request(unit: number): Promise<number[]> {
     const n = this.asked.get(unit) ?? 0;
     this.asked.set(unit, n + 1);
-    if (unit === 9) this.deadAsks.push(performance.now());
     const outcome = unit === 9 ? 'timeout' : this.script(unit, n);
     if (outcome === 'timeout') {
       await sleep(150);

@@ -197,19 +197,22 @@ export class RtuTransport implements ModbusTransport {
     const frame = this.frame;
     frame[0] = unit;
     const length = sealRtu(frame, encodeRequestInto(req, frame, 1));
-    this.unit = unit;
     this.req = req;
     this.raw = false;
+    return new Promise<Answer>((resolve, reject) => this.transact(line, unit, length, timeoutMs, resolve, reject));
+  }
+
+  /** The frame in `this.frame[0, length)` on the line as the outstanding transaction, settled by resolve/reject. */
+  private transact(line: RtuLine, unit: number, length: number, timeoutMs: number, resolve: (data: Answer) => void, reject: (err: Error) => void): void {
+    this.unit = unit;
     this.timeoutMs = timeoutMs;
     line.answerWaitMs = timeoutMs;
-    return new Promise<Answer>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-      this.outstanding = true;
-      this.sentAt = performance.now();
-      this.timer = setTimeout(this.onTimeout, timeoutMs);
-      line.send(frame, length);
-    });
+    this.resolve = resolve;
+    this.reject = reject;
+    this.outstanding = true;
+    this.sentAt = performance.now();
+    this.timer = setTimeout(this.onTimeout, timeoutMs);
+    line.send(this.frame, length);
   }
 
   /**
@@ -225,20 +228,11 @@ export class RtuTransport implements ModbusTransport {
     frame[0] = unit;
     frame.set(pdu, 1);
     const length = sealRtu(frame, 1 + pdu.length);
-    this.unit = unit;
     this.req = null;
     this.raw = true;
     this.rawAnswer = null;
-    this.timeoutMs = timeoutMs;
-    line.answerWaitMs = timeoutMs;
-    return new Promise<RawAnswer>((resolve, reject) => {
-      this.resolve = () => resolve(this.rawAnswer!);
-      this.reject = (err) => reject(err instanceof WireGarbled && err.bytes === undefined ? new WireGarbled(err.message, bytesIn(err.message)) : err);
-      this.outstanding = true;
-      this.sentAt = performance.now();
-      this.timer = setTimeout(this.onTimeout, timeoutMs);
-      line.send(frame, length);
-    });
+    return new Promise<RawAnswer>((resolve, reject) => this.transact(line, unit, length, timeoutMs, () => resolve(this.rawAnswer!),
+      (err) => reject(err instanceof WireGarbled && err.bytes === undefined ? new WireGarbled(err.message, bytesIn(err.message)) : err)));
   }
 
   /**
