@@ -29,6 +29,8 @@ class ScriptedLink implements ModbusTransport {
   readonly label = 'scripted';
   private up = false;
   private readonly asked = new Map<number, number>();
+  /** When unit 9 (the dead one) was asked, performance.now(). */
+  readonly deadAsks: number[] = [];
   constructor(private readonly script: (unit: number, n: number) => Outcome = () => 'ok') {}
   async open(): Promise<void> { this.up = true; }
   async close(): Promise<void> { this.up = false; }
@@ -37,6 +39,7 @@ class ScriptedLink implements ModbusTransport {
   async request(unit: number): Promise<number[]> {
     const n = this.asked.get(unit) ?? 0;
     this.asked.set(unit, n + 1);
+    if (unit === 9) this.deadAsks.push(performance.now());
     const outcome = unit === 9 ? 'timeout' : this.script(unit, n);
     if (outcome === 'timeout') {
       await sleep(150);
@@ -130,6 +133,20 @@ test('dead units are probed once per poll interval, within a quarter of the line
   b.health.degraded = true;
   assert.is(poller.probeEveryMs(a), 2400, 'two: every 2.4 s each');
   assert.is(poller.probeEveryMs(slow), 5000, 'never more often than the unit is polled');
+});
+
+test('a dead unit\'s probe period counts from the probe\'s start, not from its timeout', async () => {
+  // Poll 400 ms, timeout 150 ms: a probe every max(400, 150 / 0.25, the 1 s least backoff) = 1,000 ms from the
+  // last probe's start. Counted from its timeout, probes were 1,150 ms apart or more; a late timer only
+  // lengthens a gap, so the shortest of five under 1,150 ms tells the two apart on a busy machine too.
+  const link = new ScriptedLink();
+  await withPoller([compiled('dead', 9, 400)], async () => {
+    await waitFor('six probes after the three failures that degrade it', () => link.deadAsks.length >= 3 + 6, 15_000);
+    const probes = link.deadAsks.slice(3);
+    const gaps = probes.slice(1).map((t, i) => Math.round(t - probes[i]!));
+    assert.ok(Math.min(...gaps) >= 990, `no probe sooner than its period: gaps ${gaps.join(', ')} ms`);
+    assert.ok(Math.min(...gaps) < 1150, `probes ${gaps.join(', ')} ms apart: the period counted from each timeout`);
+  }, link);
 });
 
 test('a link that comes back is polled at once, not a poll interval later', async () => {

@@ -78,6 +78,21 @@ test('degradation: after 3 failures skipped, probed once per probe period (clamp
   assert.ok(h.mayPoll(4021));
 });
 
+test('a probe claims its period when it goes on the line: requests meanwhile are paused, not a timeout each', () => {
+  const h = new DeviceHealth({ failuresToDegrade: 1, minBackoffMs: 1000, maxBackoffMs: 4000 });
+  h.claim(0, 1200);
+  assert.is(h.probeAt, 0, 'a healthy unit claims nothing');
+  h.failed(0, 1200);
+  assert.ok(h.mayPoll(1200));
+  h.claim(1200, 1200);
+  assert.not.ok(h.mayPoll(1250), 'while the probe waits for its answer, the next request is paused');
+  h.failed(1500, 1200, 1200);
+  assert.is(h.probeAt, 2400, 'its timeout leaves the period counted from when it was sent');
+  h.claim(2400, 1200);
+  h.answered();
+  assert.ok(h.mayPoll(2450), 'an answer ends the claim with the degradation');
+});
+
 
 test('a device that refuses FC06 gets a lone register, and a bit\'s read-modify-write, as FC16; its FC16 cap splits runs', () => {
   const fc16 = { singleAsFc16: true, maxRegisters: 4 };

@@ -28,6 +28,20 @@ export class DeviceHealth {
   }
 
   /**
+   * A request to a degraded unit goes on the line: it is this period's probe, and it claims the period now, so
+   * requests that arrive while it waits for its answer fail fast rather than share its timeout (identical reads
+   * in flight share one request: 20 client reads/s sharing a client's probe timed out 6 at once). The first
+   * answer clears the claim with the degradation.
+   */
+  claim(now: number, probeEveryMs = this.options.minBackoffMs): void {
+    if (this.degraded) this.probeAt = Math.max(this.probeAt, now + this.wait(probeEveryMs));
+  }
+
+  private wait(probeEveryMs: number): number {
+    return Math.min(Math.max(probeEveryMs, this.options.minBackoffMs), this.options.maxBackoffMs);
+  }
+
+  /**
    * A request timed out or failed at the link level (a Modbus exception is an answer, not a death).
    * `probeEveryMs`: when a degraded device may be probed next, counted from `sentAt`, when the failed request
    * went on the line (default: now). Counted from the probe's start, as a poll's interval is, a unit that
@@ -37,7 +51,7 @@ export class DeviceHealth {
    */
   failed(now: number, probeEveryMs = this.options.minBackoffMs, sentAt = now): void {
     this.consecutiveFailures++;
-    const wait = Math.min(Math.max(probeEveryMs, this.options.minBackoffMs), this.options.maxBackoffMs);
+    const wait = this.wait(probeEveryMs);
     if (this.degraded) {
       this.probeAt = Math.max(this.probeAt, Math.min(sentAt, now) + wait);
     } else if (this.consecutiveFailures >= this.options.failuresToDegrade) {

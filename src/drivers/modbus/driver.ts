@@ -114,9 +114,9 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
         `unit ${d.unit} (${d.id}) on bus ${bus.id} is not answering; requests to it are paused, next try in ${Math.ceil((d.health.probeAt - now) / 1000)} s`);
     }
   };
-  const note = (d: CompiledDevice, err: unknown): void => {
+  const note = (d: CompiledDevice, err: unknown, sentAt: number): void => {
     if (isGatewayError(err) && err.code === 'MODBUS_EXCEPTION') d.health.answered();
-    else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono(), poller.probeEveryMs(d));
+    else if (isDeviceFailure(err) && !(err instanceof LinkDownError)) d.health.failed(ctx.clock.mono(), poller.probeEveryMs(d), sentAt);
   };
   /**
    * A job's answer or failure goes into the device's health inside the job, before the bus owner takes its next
@@ -124,12 +124,14 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
    * at a dead unit put two probes on the line per backoff period beside a CPU hog).
    */
   const atLine = <T>(d: CompiledDevice, run: (io: BusIo) => Promise<T>) => async (io: BusIo): Promise<T> => {
+    const sentAt = ctx.clock.mono();
+    d.health.claim(sentAt, poller.probeEveryMs(d)); // a request to a degraded unit is its probe (device-health.ts)
     try {
       const out = await run(io);
       d.health.answered();
       return out;
     } catch (err) {
-      note(d, err);
+      note(d, err, sentAt);
       throw err;
     }
   };
