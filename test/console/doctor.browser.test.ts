@@ -55,6 +55,8 @@ browserTest('the doctor view runs, shows each unit with its model, fits 375 and 
     await page.click('.doctor-unit[data-unit="1"] a:text-is("Add")');
     await page.waitForSelector('main h1:text-is("Add a device")');
     assert.is(await page.inputValue('label:has-text("Device id") input'), 'sdm630-1');
+    // The bus list loads after the form shows (beside a busy job, after the id was read): its option, then its value.
+    await page.waitForSelector('label:has-text("Bus") select option[value="rs485"]', { state: 'attached', timeout: 15_000 });
     assert.is(await page.inputValue('label:has-text("Bus") select'), 'rs485');
     assert.is(await page.inputValue('fieldset:has(legend:text-is("Unit id")) label:has-text("Unit id") input'), '1');
     await page.waitForFunction(() => (document.querySelector('select[size]') as HTMLSelectElement | null)?.value === 'eastron-sdm630');
