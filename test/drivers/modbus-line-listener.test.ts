@@ -1,8 +1,8 @@
 /** What the gateway makes of another master's traffic heard between its own transactions. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { crc16 } from '../../src/protocol/modbus/frame.js';
-import { endsWithFrame, endsWithRequest, LineListener } from '../../src/drivers/modbus/line-listener.js';
+import { LineListener } from '../../src/drivers/modbus/line-listener.js';
+import { crc16, endsWithFrame, endsWithRequest } from '../../src/protocol/modbus/frame.js';
 
 const frame = (...body: number[]): Buffer => {
   const out = Buffer.alloc(body.length + 2);

@@ -5,28 +5,7 @@
  * — same unit, function and length, so it would pass every check — for its own. So a request heard on the
  * line holds the line until its answer begins or the response timeout has passed.
  */
-import { crcOk, expectedRequestLength, expectedResponseLength, MAX_FRAME, MIN_FRAME, NEED_MORE, UNKNOWN } from '../../protocol/modbus/frame.js';
-
-/** Where the whole request frame (any function code frame.ts can size, good CRC) that ends `bytes` starts; -1: none. */
-export function requestEndingAt(bytes: Uint8Array): number {
-  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
-    const unit = bytes[s]!;
-    if (unit >= 1 && unit <= 247 && s + expectedRequestLength(bytes, s) === bytes.length && crcOk(bytes, s, bytes.length)) return s;
-  }
-  return -1;
-}
-
-/** Whether `bytes` ends with a whole request frame. */
-export const endsWithRequest = (bytes: Uint8Array): boolean => requestEndingAt(bytes) >= 0;
-
-/** Whether `bytes` ends with a whole frame (a request or a response) with a good CRC. */
-export function endsWithFrame(bytes: Uint8Array): boolean {
-  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
-    const end = bytes.length;
-    if ((s + expectedRequestLength(bytes, s) === end || s + expectedResponseLength(bytes, s) === end) && crcOk(bytes, s, end)) return true;
-  }
-  return false;
-}
+import { crcOk, endsWithFrame, expectedResponseLength, NEED_MORE, requestEndingAt, UNKNOWN } from '../../protocol/modbus/frame.js';
 
 export class LineListener {
   private frame = Buffer.alloc(0);
@@ -54,7 +33,7 @@ export class LineListener {
   constructor(private readonly gapMs: number, private readonly holdMs = 0) {}
 
   /** Bytes heard outside our own transactions; `answerWaitMs`: how long a slave may take to answer. */
-  heard(chunk: Buffer, now: number, answerWaitMs: number): void {
+  heard(chunk: Uint8Array, now: number, answerWaitMs: number): void {
     if (this.pendingUntil >= now && this.answers(chunk)) {
       // The first bytes after a request, from its unit, are its answer (an FC5/6 answer even looks like a
       // request). Bytes from another unit are not: the other master asked again (its own timeout passed, a
@@ -131,7 +110,7 @@ export class LineListener {
   }
 
   /** Whether `chunk` can begin the answer to the pending request: its unit, its function code or its exception. */
-  private answers(chunk: Buffer): boolean {
+  private answers(chunk: Uint8Array): boolean {
     return chunk[0] === this.pendingUnit && (chunk.length < 2 || (chunk[1]! & 0x7f) === this.pendingFc);
   }
 

@@ -157,6 +157,32 @@ export interface SplitterOptions {
   answerWindowMs: number;
 }
 
+/** Where the whole request frame (any function code this file can size, good CRC) that ends `bytes` starts; -1: none. */
+export function requestEndingAt(bytes: Uint8Array): number {
+  for (let s = Math.max(0, bytes.length - MAX_FRAME); s <= bytes.length - MIN_FRAME; s++) {
+    const unit = bytes[s]!;
+    if (unit >= 1 && unit <= 247 && s + expectedRequestLength(bytes, s) === bytes.length && crcOk(bytes, s, bytes.length)) return s;
+  }
+  return -1;
+}
+
+/** Whether `bytes` ends with a whole request frame. */
+export const endsWithRequest = (bytes: Uint8Array): boolean => requestEndingAt(bytes) >= 0;
+
+/**
+ * Where a whole frame (a request or a response, good CRC) that ends at `end` starts, looking from `from` on;
+ * -1: none. What the master's answer finder, the line listener and the splitter each ask of bytes heard.
+ */
+export function frameEndingAt(buf: Uint8Array, from: number, end: number): number {
+  for (let s = Math.max(from, end - MAX_FRAME); s <= end - MIN_FRAME; s++) {
+    if ((s + expectedRequestLength(buf, s, end) === end || s + expectedResponseLength(buf, s, end) === end) && crcOk(buf, s, end)) return s;
+  }
+  return -1;
+}
+
+/** Whether `bytes` ends with a whole frame (a request or a response) with a good CRC. */
+export const endsWithFrame = (bytes: Uint8Array): boolean => frameEndingAt(bytes, 0, bytes.length) >= 0;
+
 /**
  * Turns bytes heard on a line, with when each chunk came, into whole frames: each one cut at the length
  * its function code gives, checked by its CRC, told apart as a request or a response (after a request
@@ -234,12 +260,7 @@ export class FrameSplitter {
 
   /** Where a whole good frame that ends at the last byte heard starts, after the first byte (-1: none). */
   private frameEndingNow(): number {
-    for (let s = this.start + 1; s <= this.end - MIN_FRAME; s++) {
-      const req = expectedRequestLength(this.buf, s, this.end);
-      const res = expectedResponseLength(this.buf, s, this.end);
-      if ((s + req === this.end || s + res === this.end) && crcOk(this.buf, s, this.end)) return s;
-    }
-    return -1;
+    return frameEndingAt(this.buf, this.start + 1, this.end);
   }
 
   private emit(role: FrameRole, length: number, at: number): void {
