@@ -166,8 +166,7 @@ const SYNC_ALLOWED: Record<string, string> = {
   'drivers/gpio/board.ts': 'board files, read once per directory and cached',
   'drivers/gpio/chip.ts': 'sysfs gpiochip labels (memory-backed, not flash), at bus start',
   'drivers/gpio/onoff-port.ts': "onoff's line reads/writes are sysfs files (memory-backed)",
-  'drivers/modbus/rtu-reader.ts': 'non-blocking reads and writes of the tty fd (what waits or EAGAIN at once; a frame fits the tty buffer)',
-  'drivers/modbus/rtu-transport.ts': 'the serial device node (devtmpfs, memory): is a vanished adapter back',
+  'drivers/modbus/serial-bytes.ts': 'non-blocking reads and writes of the tty fd (what waits or EAGAIN at once; a frame fits the tty buffer), and whether a vanished serial device node (devtmpfs, memory) is back',
   'util/version.ts': 'package.json, read once at start',
 };
 

@@ -25,7 +25,7 @@ import { needs } from '../helpers/peers.js';
 /**
  * serialport's Linux binding (@serialport/bindings-cpp): the port it opens has a numeric fd and a poller
  * whose poll(1) (UV_READABLE) emits 'readable' once bytes wait — declared public in its d.ts, but outside
- * the binding interface every binding implements; src/drivers/modbus/rtu-reader.ts reads the fd on it.
+ * the binding interface every binding implements; src/drivers/modbus/serial-bytes.ts reads the fd on it.
  */
 const withSocat = needs(spawnSync('socat', ['-V']).status !== 0 && 'socat is not installed (apt-get install socat)', 'serialport canary');
 
@@ -40,13 +40,13 @@ withSocat('serialport: the opened binding port has an fd and a poller that says 
     const binding = SerialPort.binding as unknown as { open(o: object): Promise<{ fd: unknown; poller?: { on?: unknown; poll?: unknown }; close(): Promise<void> }> };
     const port = await binding.open({ path: a, baudRate: 9600 });
     try {
-      assert.type(port.fd, 'number', 'the binding port has no numeric fd (rtu-reader.ts)');
-      assert.type(port.poller?.on, 'function', 'the binding port has no poller (rtu-reader.ts)');
-      assert.type(port.poller?.poll, 'function', 'the poller has no poll(flags) (rtu-reader.ts)');
+      assert.type(port.fd, 'number', 'the binding port has no numeric fd (serial-bytes.ts)');
+      assert.type(port.poller?.on, 'function', 'the binding port has no poller (serial-bytes.ts)');
+      assert.type(port.poller?.poll, 'function', 'the poller has no poll(flags) (serial-bytes.ts)');
       const poller = port.poller as { on(e: string, fn: (err: Error | null) => void): void; poll(f: number): void };
       const readable = new Promise<Error | null>((resolve, reject) => {
         poller.on('readable', resolve);
-        setTimeout(() => reject(new Error('poll(1) never said readable (rtu-reader.ts UV_READABLE)')), 3000);
+        setTimeout(() => reject(new Error('poll(1) never said readable (serial-bytes.ts UV_READABLE)')), 3000);
       });
       poller.poll(1);
       await writeFile(b, Buffer.from([1, 2, 3]));

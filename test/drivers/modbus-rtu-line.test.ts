@@ -79,8 +79,8 @@ async function read(line: RtuLine, unit: number, count: number, timeoutMs = 1000
   try {
     return await new Promise<number[]>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      line.onAnswer = (buf, start, end) => { clearTimeout(timer); resolve([...buf.subarray(start, end)]); };
-      line.onRefused = (reason) => { clearTimeout(timer); reject(new Error(reason)); };
+      line.finder.onAnswer = (buf, start, end) => { clearTimeout(timer); resolve([...buf.subarray(start, end)]); };
+      line.finder.onRefused = (reason) => { clearTimeout(timer); reject(new Error(reason)); };
       line.send(request, request.length);
     });
   } finally {
@@ -107,8 +107,8 @@ rigTest('an answer that trickles in is handed on whole and once, with one wake-u
       const before = polls();
       let frames = 0;
       const answered = read(line, 1, 32);
-      const handOn = line.onAnswer;
-      line.onAnswer = (buf, start, end, more) => { frames++; return handOn(buf, start, end, more); };
+      const handOn = line.finder.onAnswer;
+      line.finder.onAnswer = (buf, start, end, more) => { frames++; return handOn(buf, start, end, more); };
       const got = await answered.catch((e: Error) => e);
       if (got instanceof Error && /of silence/.test(got.message) && attempt < 3) {
         console.log(`  attempt ${attempt}: ${got.message} (the relay was held up); again`);
@@ -153,7 +153,7 @@ rigTest('an answer read in one piece with another master\'s whole request before
 rigTest('bytes heard between transactions are stamped and never handed on as an answer', async () => {
   await withLine(async ({ line, other }) => {
     let frames = 0;
-    line.onAnswer = () => void frames++;
+    line.finder.onAnswer = () => void frames++;
     const t0 = performance.now();
     other.write(withCrc(1, 3, 2, 0, 1));
     await waitFor('the bytes heard', () => line.lastByteAt() > t0, 2000);

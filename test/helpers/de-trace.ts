@@ -4,7 +4,7 @@
  *
  * Why the bounds hold whatever strace costs: strace stamps a call when it handles the stop at the call's entry or
  * exit, while the thread waits for it; so every stamp is at or after the moment it names, never before. The bus
- * reads its frame's start (rtu-reader.ts put: `startedAt`) after DE's write of 1 has returned, i.e. after strace
+ * reads its frame's start (serial-bytes.ts write: `startedAt`) after DE's write of 1 has returned, i.e. after strace
  * stamped that write's exit: that exit stamp is a lower bound of `startedAt`, and a correct bus enters the write of
  * 0 no earlier than `startedAt + bytes × charMs`, which strace stamps later still. Lateness is only ever added.
  */

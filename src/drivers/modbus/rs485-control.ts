@@ -8,7 +8,7 @@ import { createOnoffPort } from '../gpio/onoff-port.js';
 import type { GpioLine } from '../gpio/port.js';
 import { DePin } from './rs485-de.js';
 import { rs485RefusedNote, setKernelRs485 } from './rs485-kernel.js';
-import type { LineDirection } from './rtu-reader.js';
+import type { LineDirection } from './serial-bytes.js';
 import type { Rs485Setting } from './transport.js';
 
 /** What the control reaches the system through (a test hands in a pty's refusal or a fake GPIO line). */

@@ -10,7 +10,7 @@
  */
 import type { GpioLine } from '../gpio/port.js';
 import { deReleaseAt } from '../../protocol/modbus/rs485.js';
-import type { LineDirection } from './rtu-reader.js';
+import type { LineDirection } from './serial-bytes.js';
 
 /**
  * Node's timers fire on whole milliseconds of the loop's clock, up to a millisecond late: the last stretch (at most

@@ -6,10 +6,11 @@
  */
 import { MAX_FRAME } from '../../protocol/modbus/frame.js';
 import { LineListener } from './line-listener.js';
-import { RtuReader, type LineBinding } from './rtu-reader.js';
+import { RtuReader } from './rtu-reader.js';
+import type { LineBinding } from './serial-bytes.js';
 import type { RtuOptions } from './transport.js';
 
-export { UV_READABLE, type BoundPort, type LineBinding } from './rtu-reader.js';
+export { UV_READABLE, type BoundPort, type LineBinding } from './serial-bytes.js';
 
 /**
  * A line where another master was heard this recently is shared: the gateway leaves it a turn after each
@@ -47,7 +48,7 @@ export class RtuLine extends RtuReader {
    */
   send(frame: Uint8Array, length: number, heldSince = performance.now()): void {
     if (!this.hasFd() || length < 4) return;
-    if (!this.fresh(this.drainedAt)) this.readNow();
+    if (!this.fresh(this.bytes.drainedAt)) this.readNow();
     const now = performance.now();
     const wait = this.freeAt() - now;
     if (wait > 0 && now - heldSince < 2 * MAX_FRAME * this.charMs) {
@@ -70,12 +71,12 @@ export class RtuLine extends RtuReader {
    * relay that hands bytes over a little late.
    */
   freeAt(): number {
-    return Math.max(this.lastByte + this.t35, this.heldUntil());
+    return Math.max(this.bytes.lastByte + this.t35, this.heldUntil());
   }
 
   /** Until when the line is not free for another reason than the t3.5 after its last byte (0: none now). */
   heldUntil(): number {
-    const until = Math.max(this.listener.answerPendingUntil(), this.listener.busyUntil(), this.shared() ? this.lastByte + 2 * this.t35 : 0);
+    const until = Math.max(this.listener.answerPendingUntil(), this.listener.busyUntil(), this.shared() ? this.bytes.lastByte + 2 * this.t35 : 0);
     return until > performance.now() ? until : 0;
   }
 
@@ -84,7 +85,7 @@ export class RtuLine extends RtuReader {
     return performance.now() - this.listener.lastHeardAt() < SHARED_LINE_MS;
   }
 
-  protected override heard(bytes: Buffer, at: number): void {
+  protected override heard(bytes: Uint8Array, at: number): void {
     if (this.ownCopy(bytes, at)) return;
     this.listener.heard(bytes, at, this.answerWaitMs);
   }
@@ -95,22 +96,22 @@ export class RtuLine extends RtuReader {
    * off). Ours, not another master's request — which would mark the line shared and hold it. A copy that
    * turns out to be something else after all is heard whole, its first bytes included.
    */
-  private ownCopy(bytes: Buffer, at: number): boolean {
-    const sent = this.sentLength;
+  private ownCopy(bytes: Uint8Array, at: number): boolean {
+    const { sent: copy, sentLength: sent, echo, copiesSeen } = this.finder;
     if (this.copied >= sent || at - this.sentAt > this.answerWaitMs) return false;
     // Only where a copy can come: from an adapter seen (or set) to echo, or as the answer of a write (FC 5/6/8,
     // answered with a copy of the request). Otherwise the same first bytes are another master asking the same
     // unit and function — hidden from the listener, the line looked free inside its frame and we talked into it.
-    const fc = this.sent[1];
-    if (!this.echo && !this.copiesSeen && fc !== 5 && fc !== 6 && fc !== 8) return false;
-    const fits = this.copied + bytes.length <= sent && bytes.every((b, k) => b === this.sent[this.copied + k]);
+    const fc = copy[1];
+    if (!echo && !copiesSeen && fc !== 5 && fc !== 6 && fc !== 8) return false;
+    const fits = this.copied + bytes.length <= sent && bytes.every((b, k) => b === copy[this.copied + k]);
     if (fits) {
       this.copied += bytes.length;
       if (this.copied === sent) this.copied = Infinity; // once per request
       return true;
     }
     if (this.copied > 0) {
-      const head = Buffer.from(this.sent.subarray(0, this.copied));
+      const head = Buffer.from(copy.subarray(0, this.copied));
       this.copied = Infinity;
       this.listener.heard(Buffer.concat([head, bytes]), at, this.answerWaitMs);
       return true;

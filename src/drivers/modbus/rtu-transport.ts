@@ -8,11 +8,11 @@
  * bus owner listens before it talks), what came before a request is never taken for its answer, and an
  * answer that cannot be trusted fails at once as a corrupt frame instead of holding the line until the timeout.
  */
-import { existsSync } from 'node:fs';
 import { GatewayError } from '../../core/errors.js';
 import { decodeAnswer, encodeRequestInto } from '../../protocol/modbus/client-pdu.js';
 import { MAX_FRAME, sealRtu } from '../../protocol/modbus/frame.js';
 import { RtuLine } from './rtu-line.js';
+import { serialPathPresent } from './serial-bytes.js';
 import { Rs485Control, type Rs485Deps } from './rs485-control.js';
 import { WireException, WireGarbled, WireTimeout, type ModbusTransport, type RawAnswer, type RtuOptions, type WireRequest } from './transport.js';
 
@@ -85,11 +85,11 @@ export class RtuTransport implements ModbusTransport {
     await this.rs485?.beforeOpen();
     // Echo seen on a line before (`auto`) stays on for the next one: it is the adapter's, not the open's.
     const line = new RtuLine(this.options.echo === 'auto' && this.echoSeen ? { ...this.options, echo: true } : this.options);
-    line.onEcho = this.onEchoSeen;
+    line.finder.onEcho = this.onEchoSeen;
     line.on('error', (err: Error) => this.markLost(line, `error: ${err.message}`));
     line.on('close', () => this.markLost(line, 'closed'));
-    line.onAnswer = this.onAnswer;
-    line.onRefused = this.onRefused;
+    line.finder.onAnswer = this.onAnswer;
+    line.finder.onRefused = this.onRefused;
     line.direction = this.rs485?.direction() ?? null;
     this.lost = false;
     let timer: NodeJS.Timeout | undefined;
@@ -159,7 +159,7 @@ export class RtuTransport implements ModbusTransport {
   };
 
   present(): boolean {
-    return existsSync(this.options.path);
+    return serialPathPresent(this.options.path);
   }
 
   lastRxAt(): number {
