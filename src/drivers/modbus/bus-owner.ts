@@ -12,7 +12,9 @@ import { CycleOrder, type CycleTag } from '../../protocol/modbus/cycle-order.js'
 import type { Logger } from '../../util/logger.js';
 import { loopLook } from '../../util/loop-look.js';
 import type { Exchange } from '../../protocol/modbus/doctor-types.js';
+import { LinkDownError, type BusIo, type UnitStats } from './bus-job.js';
 import { classify, type ClassifiedError } from './errors.js';
+import { Reopener } from './reopen.js';
 import { WireGarbled, WireTimeout, type ModbusTransport, type WireRequest } from './transport.js';
 
 /**
@@ -34,9 +36,6 @@ export const MAX_WAITING = 16;
 export const ON_DEMAND_IN_A_ROW = 2;
 export type Priority = (typeof PRIORITY)[keyof typeof PRIORITY];
 
-/** How often a vanished serial port's path is checked while the link is down. */
-export const PRESENCE_POLL_MS = 100;
-
 export interface BusOwnerOptions {
   busId: string;
   timeoutMs: number;
@@ -53,39 +52,7 @@ export interface BusOwnerOptions {
   onOpen?: () => void;
 }
 
-/** The request never reached the wire because the link is down: the bus's fault, not the slave's. */
-export class LinkDownError extends GatewayError {
-  constructor(message: string) {
-    super('DRIVER_ERROR', message);
-  }
-}
-
-export interface UnitStats {
-  requests: number;
-  timeouts: number;
-  crcErrors: number;
-  exceptions: number;
-  errors: number;
-  lastRttMs: number | null;
-}
-
-/** What a job may do while it holds the bus. */
-export interface BusIo {
-  /** One request; `retries` extra attempts after a timeout or corrupt frame. Throws GatewayError. */
-  request(unit: number, req: WireRequest, retries?: number): Promise<number[] | boolean[] | undefined>;
-  /**
-   * One request of a unit-id scan, no retry. Counted as a scan probe, not in the bus's or the unit's requests,
-   * timeouts or exceptions, and no reopen after a run of them: silence from an id nobody owns is what a scan
-   * expects, not a fault of the line (a scan of ids 1–10 with two devices showed "Timeouts 8" on a healthy bus).
-   */
-  probe(unit: number, req: WireRequest): Promise<number[] | boolean[] | undefined>;
-  /**
-   * One request of the bus doctor, given as its PDU, no retry: its outcome as the doctor sees it (an answer's
-   * PDU, an exception, garbage, silence). Counted as a scan probe, as `probe`: a doctor asking every id and
-   * function is not a fault of the line. Throws only when the link is down or cannot send raw requests.
-   */
-  ask(unit: number, pdu: Uint8Array, timeoutMs: number): Promise<Exchange>;
-}
+export { LinkDownError, type BusIo, type UnitStats };
 
 interface QueuedJob {
   priority: Priority;
@@ -108,9 +75,7 @@ export class BusOwner {
   private stopped = true;
   private lastFrameEnd = 0;
   private consecutiveTimeouts = 0;
-  private reopenTimer: NodeJS.Timeout | undefined;
-  private reopenDelay: number;
-  private opening: Promise<void> | null = null;
+  private readonly reopener: Reopener;
   private idle: Promise<void> = Promise.resolve();
   private markIdle: () => void = () => {};
   readonly units = new Map<number, UnitStats>();
@@ -122,7 +87,20 @@ export class BusOwner {
   private readonly io: BusIo;
 
   constructor(private readonly transport: ModbusTransport, private readonly options: BusOwnerOptions) {
-    this.reopenDelay = options.reopenMinMs;
+    this.reopener = new Reopener({
+      minMs: options.reopenMinMs, maxMs: options.reopenMaxMs,
+      present: () => transport.present?.(),
+      open: async () => {
+        await transport.open();
+        if (this.totals.opens > 0 || this.totals.lastError) options.log.info({ bus: options.busId, link: transport.label }, 'modbus link open');
+        this.totals.opens++;
+        options.onOpen?.();
+      },
+      failed: (err, retryMs) => {
+        this.totals.lastError = `open ${transport.label}: ${err.message}`;
+        options.log.warn({ bus: options.busId, link: transport.label, err: err.message, retryMs }, 'cannot open modbus link');
+      },
+    });
     this.io = {
       request: (unit, req, retries = 0) => this.wire(unit, req, retries),
       // once() throws the classified failure; its caller gets the gateway's error, as from request() (a scan
@@ -134,7 +112,7 @@ export class BusOwner {
       if (this.stopped) return;
       options.log.warn({ bus: options.busId, link: transport.label, reason }, 'modbus link lost; reopening');
       this.totals.lastError = `link lost: ${reason}`;
-      this.scheduleReopen(0);
+      this.reopener.schedule(0);
     });
   }
 
@@ -162,17 +140,17 @@ export class BusOwner {
   /** Opens the link (first attempt awaited; failures keep retrying in the background). */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.tryOpen();
+    await this.reopener.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.reopenTimer);
+    const reopening = this.reopener.stop();
     for (const q of this.queues) {
       for (const job of q.splice(0)) job.reject(new GatewayError('DRIVER_ERROR', `bus ${this.options.busId} stopped`));
     }
     await this.idle;
-    await this.opening?.catch(() => {});
+    await reopening;
     await this.transport.close();
   }
 
@@ -331,7 +309,7 @@ export class BusOwner {
           // Nobody has answered for a while: the adapter may be wedged or gone without a close event.
           // Done inside the job's slot so no other request races the reopen.
           this.consecutiveTimeouts = 0;
-          await this.tryOpen();
+          await this.reopener.openNow();
         }
       }
       throw c;
@@ -395,53 +373,5 @@ export class BusOwner {
   private lineFreeAt(): number {
     const heard = Math.max(this.lastFrameEnd, this.transport.lastRxAt?.() ?? 0) + this.options.silenceMs;
     return Math.max(heard, this.transport.answerPendingUntil?.() ?? 0);
-  }
-
-  /**
-   * Reopens after `delayMs` (the backoff). A serial port that had vanished is reopened as soon as its path
-   * is back (checked every PRESENCE_POLL_MS, a stat): a re-plugged adapter should not wait out a backoff
-   * grown while it was away. The backoff still paces opens that fail on a port that is there.
-   */
-  private scheduleReopen(delayMs: number): void {
-    if (this.stopped || this.reopenTimer) return;
-    const at = performance.now() + delayMs;
-    let wasAbsent = false;
-    const tick = (): void => {
-      this.reopenTimer = undefined;
-      if (this.stopped) return;
-      const present = this.transport.present?.();
-      if (present === false) wasAbsent = true;
-      if (performance.now() >= at - 1 || (wasAbsent && present === true)) {
-        void this.tryOpen();
-        return;
-      }
-      this.reopenTimer = setTimeout(tick, present === undefined ? at - performance.now() : Math.min(PRESENCE_POLL_MS, at - performance.now()));
-    };
-    this.reopenTimer = setTimeout(tick, Math.min(delayMs, PRESENCE_POLL_MS));
-  }
-
-  private async tryOpen(): Promise<void> {
-    if (this.opening) return this.opening;
-    this.opening = (async () => {
-      try {
-        await this.transport.open();
-        if (this.totals.opens > 0 || this.totals.lastError) {
-          this.options.log.info({ bus: this.options.busId, link: this.transport.label }, 'modbus link open');
-        }
-        this.totals.opens++;
-        this.reopenDelay = this.options.reopenMinMs;
-        this.options.onOpen?.();
-      } catch (err) {
-        this.totals.lastError = `open ${this.transport.label}: ${(err as Error).message}`;
-        this.options.log.warn({ bus: this.options.busId, link: this.transport.label, err: (err as Error).message, retryMs: this.reopenDelay }, 'cannot open modbus link');
-        const delay = this.reopenDelay;
-        this.reopenDelay = Math.min(this.reopenDelay * 2, this.options.reopenMaxMs);
-        this.opening = null;
-        this.scheduleReopen(delay);
-        return;
-      }
-      this.opening = null;
-    })();
-    return this.opening;
   }
 }

@@ -9,6 +9,7 @@ import type { PlanOptions } from '../../protocol/modbus/planner.js';
 import type { Driver, DriverContext, PointWrite, RawValue } from '../types.js';
 import { BusOwner, LinkDownError, PRIORITY, type BusIo, type BusOwnerOptions } from './bus-owner.js';
 import { DEFAULT_HEALTH, type HealthOptions } from './device-health.js';
+import { REOPEN_MAX_MS, REOPEN_MIN_MS } from './reopen.js';
 import { compileDevice, decodeResponse, planGroup, type CompiledDevice, type MergeLevel, type ModbusPoint } from './device-plan.js';
 import { ModbusExceptionError } from './errors.js';
 import { Poller } from './poller.js';
@@ -63,8 +64,8 @@ export function createModbusDriver(parts: ModbusDriverParts): Driver {
     ...parts.owner,
     busId: bus.id,
     log,
-    reopenMinMs: tuning.oneOff ? 60_000 : tuning.reopenMinMs ?? 500,
-    reopenMaxMs: tuning.oneOff ? 60_000 : tuning.reopenMaxMs ?? 30_000,
+    reopenMinMs: tuning.oneOff ? 60_000 : tuning.reopenMinMs ?? REOPEN_MIN_MS,
+    reopenMaxMs: tuning.oneOff ? 60_000 : tuning.reopenMaxMs ?? REOPEN_MAX_MS,
     ...(tuning.oneOff ? { reopenAfterTimeouts: Infinity } : {}),
     onOpen: () => poller.linkUp(), // called from start(), after the poller exists
   });

@@ -6,11 +6,13 @@
  * configured unit ids, never a broadcast (unit 0), and leaves alone frames that parse as another slave's
  * responses. An answer that is ready only after the master has sent another request (a device unit's read
  * that went to its bus and took longer than the master waits) is not sent: the master has moved on, and the
- * answer would collide with its next request or be taken for that one's.
+ * answer would collide with its next request or be taken for that one's. The port is the same byte source with
+ * timestamps as a bus's master (drivers/modbus/serial-bytes.ts), reopened by the same policy (reopen.ts).
  */
-import { SerialPort } from 'serialport';
 import type { RtuServerConfig } from '../../config/types.js';
 import type { Clock } from '../../core/clock.js';
+import { Reopener, REOPEN_MAX_MS, REOPEN_MIN_MS } from '../../drivers/modbus/reopen.js';
+import { SerialBytes, serialPathPresent, type LineBinding } from '../../drivers/modbus/serial-bytes.js';
 import { FrameSplitter, sealRtu } from '../../protocol/modbus/frame.js';
 import { silenceMs } from '../../protocol/modbus/wire-cost.js';
 import type { Logger } from '../../util/logger.js';
@@ -23,10 +25,6 @@ const ANSWER_WINDOW_MS = 1000;
  * over late and in bursts, and the length already tells where a frame ends; the gap only clears noise.
  */
 const MIN_GAP_MS = 10;
-
-/** Reopen attempts after the port went away: the first soon, then doubling up to the cap. */
-const REOPEN_FIRST_MS = 250;
-const REOPEN_MAX_MS = 5000;
 
 export type { UnitAnswer };
 
@@ -53,15 +51,15 @@ export interface RtuSlaveStats {
 }
 
 export class RtuPersonaSlave {
-  private port: SerialPort | null = null;
+  private bytes: SerialBytes | null = null;
   private readonly t35: number;
   private readonly splitter: FrameSplitter;
+  private readonly reopener: Reopener;
+  private readonly rx = Buffer.alloc(512);
   private chain: Promise<void> = Promise.resolve();
   private stopped = false;
-  private retry: NodeJS.Timeout | null = null;
-  private retryMs = REOPEN_FIRST_MS;
-  /** Monotonic time the port went away (for the log line when it is back). */
-  private lostAt = 0;
+  /** Monotonic time the port went away (for the log line when it is back); null while it is open or never was. */
+  private lostAt: number | null = null;
   /** When the last request on the line (to any unit) ended, monotonic ms. */
   private lastRequestAt = -Infinity;
   readonly counts: RtuSlaveStats = {
@@ -69,12 +67,20 @@ export class RtuPersonaSlave {
     open: false, lost: 0, reopened: 0, error: null,
   };
 
-  constructor(private readonly config: RtuServerConfig, private readonly units: ReadonlyMap<number, UnitAnswer>, private readonly clock: Clock, private readonly log: Logger) {
+  /** `binding`: what opens the port (a test wraps serialport's). */
+  constructor(private readonly config: RtuServerConfig, private readonly units: ReadonlyMap<number, UnitAnswer>, private readonly clock: Clock,
+    private readonly log: Logger, private readonly binding?: LineBinding) {
     this.t35 = silenceMs(config.baud_rate);
     this.splitter = new FrameSplitter({ gapMs: Math.max(this.t35, MIN_GAP_MS), answerWindowMs: ANSWER_WINDOW_MS }, {
       request: (buf, start, end, at) => this.request(buf, start, end, at),
       response: () => void this.counts.responses++,
       discard: (n) => void (this.counts.discardedBytes += n),
+    });
+    this.reopener = new Reopener({
+      minMs: REOPEN_MIN_MS, maxMs: REOPEN_MAX_MS,
+      open: () => this.open(),
+      present: () => serialPathPresent(config.port),
+      failed: (err) => void (this.counts.error = err.message),
     });
   }
 
@@ -84,18 +90,13 @@ export class RtuPersonaSlave {
    */
   async start(): Promise<void> {
     this.stopped = false;
-    try {
-      await this.open();
-    } catch (err) {
-      this.counts.error = (err as Error).message;
-      this.lostAt = this.clock.mono();
-      this.retryMs = REOPEN_FIRST_MS;
-      this.log.warn({ server: this.config.id, port: this.config.port, err: this.counts.error },
-        'persona serial port cannot be opened; trying again until it can');
-      this.schedule();
+    if (await this.reopener.start()) {
+      this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU server listening');
       return;
     }
-    this.log.info({ server: this.config.id, port: this.config.port, units: [...this.units.keys()] }, 'modbus RTU server listening');
+    this.lostAt = this.clock.mono();
+    this.log.warn({ server: this.config.id, port: this.config.port, err: this.counts.error },
+      'persona serial port cannot be opened; trying again until it can');
   }
 
   /** The serial device this slave serves on. */
@@ -105,58 +106,49 @@ export class RtuPersonaSlave {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.retry) clearTimeout(this.retry);
-    this.retry = null;
-    const port = this.port;
-    this.port = null;
+    await this.reopener.stop();
+    const bytes = this.bytes;
+    this.bytes = null;
     this.counts.open = false;
     await this.chain;
-    if (port?.isOpen) await new Promise<void>((resolve) => port.close(() => resolve()));
+    await bytes?.close();
   }
 
   private async open(): Promise<void> {
     const { port: path, baud_rate: baudRate, data_bits: dataBits, stop_bits: stopBits, parity } = this.config;
-    const port = new SerialPort({ path, baudRate, dataBits, stopBits, parity, autoOpen: false });
-    await new Promise<void>((resolve, reject) => port.open((err) => (err ? reject(err) : resolve())));
-    port.on('data', (chunk: Buffer) => this.splitter.push(chunk, this.clock.mono()));
-    port.on('error', (err) => this.log.error({ server: this.config.id, err }, 'persona serial port error'));
+    const bytes: SerialBytes = new SerialBytes({ path, baudRate, dataBits, stopBits, parity }, () => {
+      // What waits, read now and stamped: the splitter cuts it into frames by their lengths.
+      for (let n = bytes.read(this.rx, 0, this.rx.length); n > 0; n = n < this.rx.length ? 0 : bytes.read(this.rx, 0, this.rx.length)) {
+        this.splitter.push(this.rx, this.clock.mono(), 0, n);
+      }
+      bytes.poll();
+    }, this.binding);
+    bytes.on('error', (err: Error) => this.log.error({ server: this.config.id, err }, 'persona serial port error'));
     // An adapter unplugged (or a pty whose other side closed) closes the port: open it again until it is back.
-    port.on('close', () => this.lose(port));
-    this.port = port;
+    bytes.on('close', () => this.lose(bytes));
+    await bytes.open();
+    if (this.stopped) {
+      await bytes.close();
+      return;
+    }
+    this.bytes = bytes;
     this.counts.open = true;
     this.counts.error = null;
+    if (this.lostAt !== null) {
+      this.counts.reopened++;
+      this.log.info({ server: this.config.id, port: this.config.port, downMs: Math.round(this.clock.mono() - this.lostAt) }, 'persona serial port open again');
+      this.lostAt = null;
+    }
   }
 
-  private lose(port: SerialPort): void {
-    if (this.stopped || this.port !== port) return;
-    this.port = null;
+  private lose(bytes: SerialBytes): void {
+    if (this.stopped || this.bytes !== bytes) return;
+    this.bytes = null;
     this.counts.open = false;
     this.counts.lost++;
     this.lostAt = this.clock.mono();
-    this.retryMs = REOPEN_FIRST_MS;
     this.log.warn({ server: this.config.id, port: this.config.port }, 'persona serial port went away; opening it again until it is back');
-    this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.retry = setTimeout(() => {
-      this.retry = null;
-      this.open().then(() => {
-        if (this.stopped) {
-          const port = this.port;
-          this.port = null;
-          port?.close();
-          return;
-        }
-        this.counts.reopened++;
-        this.log.info({ server: this.config.id, port: this.config.port, downMs: Math.round(this.clock.mono() - this.lostAt) }, 'persona serial port open again');
-      }, (err: unknown) => {
-        this.counts.error = (err as Error).message;
-        this.retryMs = Math.min(this.retryMs * 2, REOPEN_MAX_MS);
-        this.schedule();
-      });
-    }, this.retryMs);
+    this.reopener.schedule(0);
   }
 
   private request(buf: Uint8Array, start: number, end: number, at: number): void {
@@ -193,12 +185,12 @@ export class RtuPersonaSlave {
     // (A timer may fire up to a millisecond early against the monotonic clock: checked again until due.)
     const due = at + this.t35;
     while (this.clock.mono() < due) await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(due - this.clock.mono()))));
-    if (!this.port) return;
+    if (!this.bytes) return;
     if (this.lastRequestAt > at) {
       this.counts.superseded++;
       return;
     }
-    this.port.write(frame);
+    this.bytes.write(frame, 0, frame.length);
     this.counts.answered++;
     this.counts.replyMs = this.clock.mono() - at;
     this.counts.replyMsMax = Math.max(this.counts.replyMsMax, this.counts.replyMs);
