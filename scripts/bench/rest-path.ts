@@ -20,7 +20,7 @@ import autocannon from 'autocannon';
 import { stopChild } from './child.js';
 import { describeFleet, FLEET_1, FLEET_F, writeFleet } from './fleet-f.js';
 import { bareServer } from './footprint.js';
-import { snapshotEntry, startGateway, type RunningGateway } from './modbus-bus/gateway.js';
+import { snapshotEntry, startGateway } from './modbus-bus/gateway.js';
 import { readProfile } from './modbus-bus/profile.js';
 import { longTurns } from './profile-turns.js';
 import { freePort } from '../../test/drivers/modbus-rig.js';

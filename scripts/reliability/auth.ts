@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Aedes } from 'aedes';
 import WebSocket from 'ws';
 import { run, which } from '../../test/deploy/run.js';
-import { api, versionCount, writeMarks } from './bad-input/checks.js';
+import { versionCount, writeMarks } from './bad-input/checks.js';
 import { demoConfig, makeSecrets, startGateway, type Gateway, type Secrets } from './bad-input/gateway.js';
 import { burstHeld, mqttBrute, restBrute, rising, type BruteResult } from './auth/brute.js';
 import { checkLogin, checkOwnTopics, checkSet, checkSubscribe, type AclResult } from './auth/mqtt-acl.js';

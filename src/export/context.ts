@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.js';
 import type { EventBus, ShadowEvents } from '../core/events.js';
 import type { DeviceIO } from '../core/io.js';
 import type { DeviceRecord } from '../core/records.js';
-import type { Access, Device, PointType } from '../core/types.js';
+import type { Access, PointType } from '../core/types.js';
 import type { Logger } from '../util/logger.js';
 import type { MqttConfig, ShadowExportConfig } from '../config/types.js';
 

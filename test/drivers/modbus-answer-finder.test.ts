@@ -6,15 +6,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AnswerFinder } from '../../src/drivers/modbus/answer-finder.js';
-import { crc16 } from '../../src/protocol/modbus/frame.js';
+import { rtuFrame } from '../../src/protocol/modbus/frame.js';
 import { charMs, silenceMs } from '../../src/protocol/modbus/wire-cost.js';
 
-const frame = (...body: number[]): Buffer => {
-  const out = Buffer.alloc(body.length + 2);
-  out.set(body);
-  out.writeUInt16LE(crc16(Buffer.from(body)), body.length);
-  return out;
-};
+/** Unit, PDU and CRC (the CRC itself is checked against the spec's in modbus-line-listener.test.ts). */
+const frame = (unit: number, ...pdu: number[]): Buffer => Buffer.from(rtuFrame(unit, Uint8Array.from(pdu)));
 const request = frame(1, 3, 0, 0, 0, 2);
 const answer = frame(1, 3, 4, 0, 7, 0, 8);
 const t35 = silenceMs(9600);

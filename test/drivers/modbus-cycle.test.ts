@@ -6,7 +6,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createModbusRtuDriverWith } from '../../src/drivers/modbus-rtu.js';
-import { silentLogger } from '../../src/util/logger.js';
 import { collect, connectClient, endClient } from '../export/helpers.js';
 import { watchLateness } from '../helpers/lateness.js';
 import { needs } from '../helpers/peers.js';

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { validateConfig } from '../../src/config/load.js';
 import type { SimulatorDriver } from '../../src/drivers/simulator.js';
 import { hashPassword } from '../../src/export/auth.js';

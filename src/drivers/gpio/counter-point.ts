@@ -16,7 +16,7 @@ export class CounterPoint {
   /** The raw total it went on from (undefined: a new counter). */
   readonly continuedFrom: number | undefined;
 
-  constructor(private readonly spec: LineSpec, private readonly point: PointConfig | undefined, last: Value | null, private readonly clock: Clock) {
+  constructor(private readonly spec: LineSpec, point: PointConfig | undefined, last: Value | null, private readonly clock: Clock) {
     this.settings = spec.counter!;
     // The shadow holds raw × scale + offset; the counter goes on from the raw total.
     const raw = typeof last === 'number' ? (last - (point?.offset ?? 0)) / (point?.scale ?? 1) : undefined;

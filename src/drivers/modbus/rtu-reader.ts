@@ -33,7 +33,7 @@ export abstract class RtuReader extends EventEmitter {
   private quietTimer: NodeJS.Timeout | undefined;
   private restTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: RtuOptions, binding?: LineBinding) {
+  constructor(options: RtuOptions, binding?: LineBinding) {
     super();
     this.t35 = silenceMs(options.baudRate);
     this.charMs = charMs(options.baudRate);
