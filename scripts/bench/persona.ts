@@ -142,7 +142,8 @@ export async function benchPersona(): Promise<Result[]> {
       const owner = {};
       one.gw.shadow.bus.on(owner, 'dataChange', (e) => {
         if (e.id !== 'grid') return;
-        const v = one.gw.shadow.GetDevicePoint('grid', 'active_power');
+        // What the persona serves: the unrounded value (the shadow's own is rounded to the model's decimals).
+        const v = one.gw.shadow.GetExactPoint('grid', 'active_power');
         if (typeof v === 'number' && v !== last) changes.push({ value: Math.fround(v), t: Number(process.hrtime.bigint()) / 1e9 });
         last = v;
       });
