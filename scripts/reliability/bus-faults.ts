@@ -195,6 +195,6 @@ function summarize(trials: readonly Trial[], baseline: Trial): string {
   const others = trials.reduce((n, t) => n + t.others, 0);
   const heldOff = trials.reduce((n, t) => n + t.heldOff, 0);
   parts.push(`${trials.reduce((n, t) => n + t.violations.length, 0)} collisions by the gateway${others ? ` (${others} simultaneous starts or caused by others)` : ''}` +
-    `${heldOff ? `; ${heldOff} more starts while the machine kept the gateway's loop from a CPU, not counted` : ''}`);
+    `${heldOff ? `; ${heldOff} more starts while the machine kept the gateway's loop (or the socat hop to its pty) from a CPU, not counted` : ''}`);
   return parts.join('; ');
 }

@@ -67,6 +67,7 @@ export class Bench {
     await writeFile(this.p('config.json'), JSON.stringify(config));
     this.gateway = await startChild(this.p('config.json'));
     this.wire.gatewayPid = this.gateway.child.pid ?? 0;
+    this.wire.hopPid = this.socatA?.pid ?? 0;
     await this.observer.connect(this.mqttPort);
     await this.settle(15_000);
   }
@@ -99,6 +100,7 @@ export class Bench {
   /** The adapter is back under the same name; returns when the line is whole again. */
   async replug(): Promise<number> {
     this.socatA = await ptyPair(this.p('gw'), this.p('relay-gw'));
+    this.wire.hopPid = this.socatA.pid ?? 0;
     await this.wire.attachGateway();
     return performance.now();
   }

@@ -17,8 +17,8 @@
  * heard byte while the gateway's event loop waited for a CPU for a character time or more since that byte was
  * handed over is counted apart too (`heldOff`): on a machine loaded by others the loop may run its send timer
  * before it reads what arrived meanwhile (its serial reads also pass through libuv's pool threads, so the wait
- * of all its threads counts), which says how busy the machine was, not how the gateway keeps the
- * line; on a machine at rest the wait is ~0 and every such start counts.
+ * of all its threads counts, and so does the socat that carries the byte to its pty), which says how busy the
+ * machine was, not how the gateway keeps the line; on a machine at rest the wait is ~0 and every such start counts.
  */
 import { closeSync, constants, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { SerialPort } from 'serialport';
@@ -82,8 +82,10 @@ export class Wire {
   /** Which frames count toward `every`: all (requests and replies) or the gateway's requests only. */
   faultOn: 'all' | 'request' = 'all';
   stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, hitsOf: new Map(), gaps: [], heldOff: 0 };
-  /** The gateway's process: its main thread's wait for a CPU judges a start on a heard frame (0: not known). */
+  /** The gateway's process: its threads' wait for a CPU judges a start on a heard frame (0: not known). */
   gatewayPid = 0;
+  /** The socat that carries bytes between this process and the gateway's pty: its wait counts as the gateway's (0: none). */
+  hopPid = 0;
   /** The gateway's side, read without blocking every millisecond and before anyone else talks. */
   private gw: number | null = null;
   /**
@@ -263,18 +265,22 @@ export class Wire {
   }
 
   /**
-   * ms the gateway's threads have waited for a CPU so far, summed (0 where its pid or the kernel's count is
-   * unknown): its loop, and the pool threads its serial reads go through.
+   * ms the gateway's threads have waited for a CPU so far, summed (0 where a pid or the kernel's count is
+   * unknown): its loop, the pool threads its serial reads go through, and the socat hop between the wire and its
+   * pty — a byte socat holds has not reached the gateway (a spare pair's hop read a p99 of 25 ms beside a busy
+   * suite, while the gateway started 2.9 ms after a byte "handed over" and counted a collision of its own).
    */
   private gatewayWaitMs(): number {
-    if (!this.gatewayPid) return 0;
-    try {
-      let ns = 0;
-      for (const task of readdirSync(`/proc/${this.gatewayPid}/task`)) ns += Number(readFileSync(`/proc/${this.gatewayPid}/task/${task}/schedstat`, 'utf8').split(' ')[1]);
-      return ns / 1e6;
-    } catch {
-      return 0;
+    let ns = 0;
+    for (const pid of [this.gatewayPid, this.hopPid]) {
+      if (!pid) continue;
+      try {
+        for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[1]);
+      } catch {
+        // gone (an unplug): its wait no longer grows
+      }
     }
+    return ns / 1e6;
   }
 
   /** Slaves get a whole request t3.5 after its last byte (garbled where it overlapped another frame). */
