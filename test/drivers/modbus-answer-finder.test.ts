@@ -101,6 +101,14 @@ test('an echoing adapter: our request\'s copy is dropped; "auto" turns echo on a
   assert.equal(seen.answers, [[...answer]]);
   assert.ok(f.echo);
   assert.is(seen.echoes.length, 1);
+  // The copy handed back in pieces (an adapter's USB packets): the rest of it is waited for, then the answer.
+  const split = transaction({ echo: true });
+  split.feed(request.subarray(0, 3), 1);
+  assert.equal(split.seen.answers, []);
+  assert.equal(split.seen.refusals, []);
+  split.feed(request.subarray(3), 4);
+  split.feed(answer, 20);
+  assert.equal(split.seen.answers, [[...answer]]);
   // A write's copy is byte for byte its answer: with echo on, the copy is dropped and the slave's copy is the answer.
   const write = frame(1, 6, 0, 5, 0, 7);
   const on = new AnswerFinder('/dev/ttyTEST', { t35, charMs: charMs(9600), frameGapMs: 50 }, true);
