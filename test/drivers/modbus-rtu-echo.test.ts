@@ -66,6 +66,12 @@ async function withEchoLine(echo: boolean | 'auto', answerDelayMs: number, fn: (
   }
 }
 
+/** Whether `fn` held within `ms`, looked at every millisecond. */
+async function until(fn: () => boolean, ms: number): Promise<boolean> {
+  for (const end = performance.now() + ms; performance.now() < end; await sleep(1)) if (fn()) return true;
+  return fn();
+}
+
 const read = { fc: 3 as const, address: 0, count: 1 };
 const write = { fc: 6 as const, address: 10, value: 42 };
 
@@ -132,9 +138,10 @@ rigTest('no echo: another master asking what we just asked, right after our tran
     await transport.open();
     assert.equal(await transport.request(1, read, 1000), [7]);
     await sleep(20);
-    port.write(Buffer.from([1, 3]));
-    await sleep(4); // within t1.5 at 9600 baud the frame could go on; here it pauses, as a busy master's can
-    assert.ok(transport.answerPendingUntil() > performance.now(), 'a frame begun by another master holds the line: talking now would collide');
+    port.write(Buffer.from([1, 3])); // then it pauses, as a busy master's frame can
+    // Held from when its first bytes are heard (through socat: beside a busy job, later than the 4 ms this once slept).
+    const heldSeen = await until(() => transport.answerPendingUntil() > performance.now(), 2000);
+    assert.ok(heldSeen, 'a frame begun by another master holds the line: talking now would collide');
     const rest = Buffer.from([1, 3, 0, 20, 0, 2, 0, 0]);
     rest.writeUInt16LE(crc16(rest, 0, 6), 6);
     port.write(rest.subarray(2));
