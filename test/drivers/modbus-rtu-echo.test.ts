@@ -26,13 +26,13 @@ function answer(unit: number, value: number): Buffer {
   return out;
 }
 
-interface EchoLine { transport: RtuTransport; notes: string[]; requests: () => number }
+interface EchoLine { transport: RtuTransport; notes: string[]; requests: () => number; port: SerialPort }
 
 /**
- * The transport (`echo` as given) on one end; the other end echoes each request at once and answers
- * `answerDelayMs` later: FC3 with the request count as value, FC6 with its copy.
+ * The transport (`echo` as given) on one end of a socat pty pair; the other end is `port`, where `serve` sees each
+ * request (with how many came so far).
  */
-async function withEchoLine(echo: boolean | 'auto', answerDelayMs: number, fn: (l: EchoLine) => Promise<void>): Promise<void> {
+async function withLine(echo: boolean | 'auto', serve: (port: SerialPort, req: Buffer, n: number) => void, fn: (l: EchoLine) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'sg-echo-'));
   const [a, b] = [join(dir, 'a'), join(dir, 'b')];
   let socat: ChildProcess | null = null;
@@ -48,22 +48,29 @@ async function withEchoLine(echo: boolean | 'auto', answerDelayMs: number, fn: (
       p.open((err) => (err ? reject(err) : resolve(p)));
     });
     end = port;
-    port.on('data', (req: Buffer) => {
-      requests++;
-      // The copy at once, in one write. (A copy handed back in pieces is the answer finder's byte test: here a
-      // 3 ms timer for the second piece fired after the line's 50 ms frame gap beside a busy job.)
-      port.write(req);
-      const reply = req[1] === 6 ? Buffer.from(req) : answer(req[0]!, requests);
-      setTimeout(() => port.write(reply), answerDelayMs);
-    });
+    port.on('data', (req: Buffer) => serve(port, req, ++requests));
     await transport.open();
-    await fn({ transport, notes, requests: () => requests });
+    await fn({ transport, notes, requests: () => requests, port });
   } finally {
     await transport.close();
     await new Promise<void>((r) => (end?.isOpen ? end.close(() => r()) : r()));
     await kill(socat);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The other end echoes each request at once and answers `answerDelayMs` later: FC3 with the request count as
+ * value, FC6 with its copy.
+ */
+function withEchoLine(echo: boolean | 'auto', answerDelayMs: number, fn: (l: EchoLine) => Promise<void>): Promise<void> {
+  return withLine(echo, (port, req, n) => {
+    // The copy at once, in one write. (A copy handed back in pieces is the answer finder's byte test: here a
+    // 3 ms timer for the second piece fired after the line's 50 ms frame gap beside a busy job.)
+    port.write(req);
+    const reply = req[1] === 6 ? Buffer.from(req) : answer(req[0]!, n);
+    setTimeout(() => port.write(reply), answerDelayMs);
+  }, fn);
 }
 
 /** Whether `fn` held within `ms`, looked at every millisecond. */
@@ -118,24 +125,11 @@ rigTest('echo off: a read\'s copy is dropped as ours (not another master\'s requ
 });
 
 rigTest('no echo: another master asking what we just asked, right after our transaction, is another master (the line is shared)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sg-echo-'));
-  const [a, b] = [join(dir, 'a'), join(dir, 'b')];
-  let socat: ChildProcess | null = null;
-  const transport = new RtuTransport({ path: a, baudRate: 9600, parity: 'none', dataBits: 8, stopBits: 1, echo: false });
-  let end: SerialPort | null = null;
-  try {
-    socat = await socatPair(a, b);
-    const port = await new Promise<SerialPort>((resolve, reject) => {
-      const p = new SerialPort({ path: b, baudRate: 9600, autoOpen: false });
-      p.open((err) => (err ? reject(err) : resolve(p)));
-    });
-    end = port;
-    // A plain slave: no echo. After its answer a second master (a Node-RED flow polling the same meter) begins a
-    // request to the same unit and function: its first bytes are those of ours, and the line is busy from them on.
-    port.on('data', (req: Buffer) => {
-      if (req.length === 8) setTimeout(() => port.write(answer(req[0]!, 7)), 10);
-    });
-    await transport.open();
+  // A plain slave: no echo. After its answer a second master (a Node-RED flow polling the same meter) begins a
+  // request to the same unit and function: its first bytes are those of ours, and the line is busy from them on.
+  await withLine(false, (port, req) => {
+    if (req.length === 8) setTimeout(() => port.write(answer(req[0]!, 7)), 10);
+  }, async ({ transport, port }) => {
     assert.equal(await transport.request(1, read, 1000), [7]);
     await sleep(20);
     port.write(Buffer.from([1, 3])); // then it pauses, as a busy master's frame can
@@ -148,12 +142,7 @@ rigTest('no echo: another master asking what we just asked, right after our tran
     await sleep(50);
     assert.ok(transport.shared(), 'the other master\'s request is heard as one: the line is shared');
     assert.not.ok(transport.echoes(), 'and it is no echo');
-  } finally {
-    await transport.close();
-    await new Promise<void>((r) => (end?.isOpen ? end.close(() => r()) : r()));
-    await kill(socat);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test.run();
