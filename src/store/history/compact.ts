@@ -12,6 +12,8 @@
  *   CRC, FOOT_MAGIC_V2.
  *
  * Rewriting the log grouped by series (the first format) wrote every sample twice; this writes each once.
+ * The tail is written as it is built (seal-tail.ts): SEAL_MAGIC first, then the lists, rollups and directory,
+ * each region through a small stage to its planned place, so the seal never holds the tail whole.
  * Crash safety: the tail is appended to `<seq>.log`, fsynced, then the file is renamed `<seq>.seg` and the
  * directory fsynced. A crash before the rename leaves the log with a partial tail, which the next start cuts
  * back (recover.ts: a log never holds SEAL_MAGIC or rollup blocks); after it, the whole sealed segment.
@@ -20,8 +22,6 @@
  */
 import { open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { crc32 } from 'node:zlib';
-import { BlockWriter } from './block-writer.js';
 import {
   type BlockMeta, HEADER_BYTES, KIND_NUM, NUM16_RECORD, NUM_RECORD, ROLLUP_FIELDS, blockMaxTs, checkBlock,
   decodeSamples, emptySamples, isSampleKind, parseHeader, sampleKind, type Samples,
@@ -29,8 +29,8 @@ import {
 import { groupOrderSteps } from './group-order.js';
 import { LogWindow, WINDOW_BYTES } from './log-window.js';
 import { LEVELS, RollupStream } from './rollup-stream.js';
-import { DIR_ENTRY, FOOT_MAGIC_V2, SEAL_MAGIC, TRAILER_V2 } from './segment.js';
-import { readAt, writeAt } from './scan.js';
+import { newStages, writeTail, type SealPlan, type TailStages } from './seal-tail.js';
+import { readAt } from './scan.js';
 import { grown } from '../../util/grow-typed.js';
 import { TurnBudget } from '../../util/turn-budget.js';
 
@@ -51,17 +51,14 @@ export async function sealLog(logPath: string, dataEnd: number, outPath: string,
   let renamed = false;
   try {
     const size = Math.min(dataEnd, (await fh.stat()).size);
-    const tail = await buildTail(fh, size, isLive, scratch);
-    if (!tail) return 0;
+    const budget = new TurnBudget(SEAL_SLICE_MS);
+    const plan = await planTail(fh, size, isLive, scratch, budget);
+    if (!plan) return 0;
     let bytes = 0;
     try {
       // A seal that failed earlier (a full disk) may have left part of a tail: the new one replaces it.
       await fh.truncate(size);
-      // Part by part, not concatenated: a fleet's tail is ~3 MB, and a copy of it would be one more transient.
-      for (const part of tail) {
-        await writeAt(fh, part, size + bytes);
-        bytes += part.length;
-      }
+      bytes = await writeTail(fh, size, plan, scratch.stages ??= newStages(), budget);
       await fh.sync();
     } catch (err) {
       await fh.truncate(size).catch(() => {});
@@ -86,13 +83,13 @@ const CHECK_EVERY = 64;
 const SEAL_SLICE_MS = 4;
 
 /**
- * The parts of the bytes appended after the log's first `size` bytes, in order; null when no live series has a
- * block in it. Two passes
- * through one window (log-window.ts): the first indexes the blocks, the second feeds the samples of the series
- * that get rollups to a RollupStream. Every loop yields to the event loop every few ms (util/turn-budget.ts).
+ * What the seal appends after the log's first `size` bytes, planned; null when no live series has a block in it.
+ * Two passes through one window (log-window.ts): the first indexes the blocks, the second feeds the samples of the
+ * series that get rollups to a RollupStream; then an out-of-order series' blocks are read again. The tail itself
+ * is written from the plan (seal-tail.ts). Every loop yields to the event loop every few ms (util/turn-budget.ts).
  */
-async function buildTail(fh: FileHandle, size: number, isLive: (series: number) => boolean, scratch: SealScratch): Promise<Buffer[] | null> {
-  const budget = new TurnBudget(SEAL_SLICE_MS);
+async function planTail(fh: FileHandle, size: number, isLive: (series: number) => boolean, scratch: SealScratch,
+  budget: TurnBudget): Promise<SealPlan | null> {
   const index = scratch.index ?? (scratch.index = new BlockIndex());
   index.n = 0;
   const win = new LogWindow(fh, size, scratch.buf ?? Buffer.allocUnsafe(WINDOW_BYTES));
@@ -145,56 +142,19 @@ async function buildTail(fh: FileHandle, size: number, isLive: (series: number) 
     stream.finish();
   }
   scratch.buf = win.buffer;
-
-  const listsAt = size + SEAL_MAGIC.length;
-  const lists = Buffer.allocUnsafe(4 * n);
-  const rollupsAt = listsAt + lists.length;
-  const rolls = new BlockWriter();
-  const dir = new DirectoryBytes(groupCount + 2 * slotCounts.length);
-  let segMin = Infinity;
-  let segMax = -Infinity;
-  for (let r = 0, groups = 0; r < n; groups++) {
-    if (groups % CHECK_EVERY === 0) await budget.maybeYield();
-    const s = series[order[r]!]!;
-    const kind = kinds[order[r]!]!;
-    const first = r;
-    let count = 0;
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (; r < n && series[order[r]!] === s && kinds[order[r]!] === kind; r++) {
-      const b = order[r]!;
-      lists.writeUInt32LE(offsets[b]!, 4 * r);
-      count += counts[b]!;
-      if (minTs[b]! < lo) lo = minTs[b]!;
-      if (minTs[b]! + spans[b]! > hi) hi = minTs[b]! + spans[b]!;
+  const unordered = new Map<number, (number[] | null)[]>();
+  if (stream.unordered.includes(1)) {
+    for (let r = 0; r < n;) {
+      const first = r;
+      const s = series[order[r]!]!;
+      const kind = kinds[order[r]!]!;
+      let count = 0;
+      for (; r < n && series[order[r]!] === s && kinds[order[r]!] === kind; r++) count += counts[order[r]!]!;
+      const slot = slotOf[order[first]!]!;
+      if (slot >= 0 && stream.unordered[slot]) unordered.set(slot, await sortedRollups(fh, order.subarray(first, r), offsets, count));
     }
-    dir.add(s, kind, listsAt + 4 * first, 4 * (r - first), count);
-    segMin = Math.min(segMin, lo);
-    segMax = Math.max(segMax, hi);
-    const slot = slotOf[order[first]!]!;
-    if (slot < 0) continue;
-    const recs = stream.unordered[slot]
-      ? await sortedRollups(fh, order.subarray(first, r), offsets, count)
-      : LEVELS.map((_, l) => stream.records(slot, l));
-    LEVELS.forEach(([, level], l) => {
-      const rec = recs[l];
-      if (!rec?.length) return;
-      rolls.addRollups(level, s, rec);
-      const e = rolls.entries.pop()!;
-      dir.add(s, level, rollupsAt + e.offset, e.len, e.count);
-    });
   }
-  const rollBytes = rolls.take();
-  const directory = dir.bytes();
-  const trailer = Buffer.alloc(TRAILER_V2);
-  trailer.writeDoubleLE(size, 0);
-  trailer.writeDoubleLE(rollupsAt + rollBytes.length, 8);
-  trailer.writeDoubleLE(segMin, 16);
-  trailer.writeDoubleLE(segMax, 24);
-  trailer.writeUInt32LE(dir.count, 32);
-  trailer.writeUInt32LE(crc32(trailer.subarray(0, 36), crc32(directory)), 36);
-  FOOT_MAGIC_V2.copy(trailer, 40);
-  return [SEAL_MAGIC, lists, rollBytes, directory, trailer];
+  return { n, offsets, series, kinds, counts, minTs, spans, order, slotOf, groupCount, stream, unordered };
 }
 
 /** The numeric samples of one block, to the stream. */
@@ -233,6 +193,8 @@ export interface SealScratch {
   buf: Buffer | null;
   /** The log's block index, kept likewise (29 bytes a block: ≤ 3.8 MB at the store's 131,072 blocks a log). */
   index?: BlockIndex;
+  /** The tail's three staging buffers (seal-tail.ts), kept likewise. */
+  stages?: TailStages;
 }
 
 /** Per block of the log, in file order: offset, series, kind, sample count and time span, in typed columns that grow and are kept. */
@@ -272,37 +234,6 @@ class BlockIndex {
     const col = this.slotCol.subarray(0, this.n);
     col.fill(-1);
     return col;
-  }
-}
-
-/** The directory's entries as bytes (DIR_ENTRY each, layout in segment.ts), in series order. */
-class DirectoryBytes {
-  count = 0;
-  private buf: Buffer;
-
-  /** Sized for `entries` (at most: a level that does not pay has none), so it grows only if that was short. */
-  constructor(entries: number) {
-    this.buf = Buffer.alloc(Math.max(1, entries) * DIR_ENTRY);
-  }
-
-  add(series: number, kind: number, offset: number, len: number, count: number): void {
-    const p = this.count * DIR_ENTRY;
-    if (p + DIR_ENTRY > this.buf.length) {
-      const next = Buffer.alloc(this.buf.length * 2);
-      this.buf.copy(next, 0, 0, p);
-      this.buf = next;
-    }
-    const b = this.buf;
-    b.writeUInt32LE(series, p);
-    b[p + 4] = kind;
-    b.writeUInt32LE(offset, p + 8);
-    b.writeUInt32LE(len, p + 12);
-    b.writeUInt32LE(count, p + 16);
-    this.count++;
-  }
-
-  bytes(): Buffer {
-    return this.buf.subarray(0, this.count * DIR_ENTRY);
   }
 }
 

@@ -24,29 +24,34 @@ const GROUP_STEP = 16_384;
  */
 export function* groupOrderSteps(series: ArrayLike<number>, kinds: ArrayLike<number>, times: ArrayLike<number>): Generator<void, Uint32Array> {
   const n = series.length;
+  // The key is recomputed where it is needed, not kept: a column of n keys was 0.5 MB of a fleet seal's transient.
+  const keyOf = (i: number): number => series[i]! * 2 + (kinds[i] === KIND_STR ? 1 : 0);
   let maxKey = 0;
-  const keys = new Uint32Array(n);
   for (let i = 0; i < n; i++) {
     if (i % GROUP_STEP === GROUP_STEP - 1) yield;
-    const k = series[i]! * 2 + (kinds[i] === KIND_STR ? 1 : 0);
-    keys[i] = k;
+    const k = keyOf(i);
     if (k > maxKey) maxKey = k;
   }
+  // One column over the key space (a fleet's keys reach twice its series count): counts, then each key's end,
+  // then, filled from the back, each key's start; key k's group is [start[k], start[k + 1]).
   const start = new Uint32Array(maxKey + 2);
   for (let i = 0; i < n; i++) {
     if (i % GROUP_STEP === GROUP_STEP - 1) yield;
-    start[keys[i]! + 1]!++;
+    start[keyOf(i) + 1]!++;
   }
   for (let k = 1; k < start.length; k++) {
     if (k % GROUP_STEP === 0) yield;
     start[k]! += start[k - 1]!;
   }
+  // start[k + 1] is key k's end: filled from the back, equal keys keep their arrival order, and it ends at key
+  // k + 1's start. Shifted down one place, the column is then every key's start again.
   const order = new Uint32Array(n);
-  const next = start.slice(0, maxKey + 1);
-  for (let i = 0; i < n; i++) {
-    if (i % GROUP_STEP === GROUP_STEP - 1) yield;
-    order[next[keys[i]!]!++] = i;
+  for (let i = n - 1; i >= 0; i--) {
+    if (i % GROUP_STEP === 0) yield;
+    order[--start[keyOf(i) + 1]!] = i;
   }
+  start.copyWithin(0, 1);
+  start[maxKey + 1] = n;
   for (let k = 0, seen = 0; k <= maxKey; k++) {
     const a = start[k]!;
     const b = start[k + 1]!;

@@ -1,7 +1,8 @@
 /**
  * Minute and hour rollups of many series at once, fed their samples in the order a seal reads its log (front to
  * back, so a series' samples arrive block by block in write order). Each (series, level) holds only its open
- * record; closed records go to one shared column, grouped by series when the stream ends. The seal no longer
+ * record; closed records go to one shared column, ordered by series when the stream ends (an index of 4 bytes a
+ * record, not a second copy of the 72-byte records: the copy was ~2 MB of a fleet's seal transient). The seal no longer
  * needs the whole log in memory to sort a series' samples: only a series whose samples arrive out of time order
  * (a clock set back) is left to the caller (`unordered`), which reads that series' blocks again.
  */
@@ -16,15 +17,16 @@ const F = ROLLUP_FIELDS;
 export class RollupStream {
   /** Samples seen out of time order, per slot: its records here are not valid. */
   readonly unordered: Uint8Array;
-  /** Per slot-level (slot * 2 + level): the open record, count 0 when none is open. */
-  private readonly open: Float64Array;
+  /** Per slot-level (slot * 2 + level): the open record, count 0 when none is open; released by finish(). */
+  private open: Float64Array;
   /** Per slot-level: records closed so far, DEAD once the level has more than it pays for. */
   private readonly emitted: Uint32Array;
   private readonly lastTs: Float64Array;
-  private out = new Float64Array(256 * F);
-  private tags = new Uint32Array(256);
+  private out: Float64Array;
+  private tags: Uint32Array;
   private n = 0;
-  private sorted: Float64Array | null = null;
+  /** After finish(): the records' indexes grouped by slot-level, and where each slot-level's run starts. */
+  private perm: Uint32Array | null = null;
   private starts: Uint32Array | null = null;
 
   /**
@@ -37,6 +39,12 @@ export class RollupStream {
     this.open = new Float64Array(slots * 2 * F);
     this.emitted = new Uint32Array(slots * 2);
     this.lastTs = new Float64Array(slots).fill(-Infinity);
+    // Sized for the most records close() can keep (count / minPerRecord a level), so the column never doubles
+    // (a doubling holds the old and the new column at once).
+    let most = 0;
+    for (let s = 0; s < slots; s++) most += 2 * Math.floor(counts[s]! / minPerRecord);
+    this.out = new Float64Array(Math.max(1, most) * F);
+    this.tags = new Uint32Array(Math.max(1, most));
   }
 
   add(slot: number, t: number, v: number): void {
@@ -72,28 +80,37 @@ export class RollupStream {
     }
   }
 
-  /** Closes every open record and groups the records by slot-level; call once, after the last add. */
+  /** Closes every open record and orders the records by slot-level; call once, after the last add. */
   finish(): void {
     for (let sl = 0; sl < this.emitted.length; sl++) if (this.open[sl * F + 1] !== 0 && this.emitted[sl] !== DEAD) this.close(sl);
+    this.open = new Float64Array(0);
     const groups = this.emitted.length;
     const starts = new Uint32Array(groups + 1);
     for (let i = 0; i < this.n; i++) starts[this.tags[i]! + 1]!++;
     for (let g = 0; g < groups; g++) starts[g + 1]! += starts[g]!;
     const next = starts.slice(0, groups);
-    const sorted = new Float64Array(this.n * F);
-    for (let i = 0; i < this.n; i++) sorted.set(this.out.subarray(i * F, i * F + F), next[this.tags[i]!]!++ * F);
-    this.sorted = sorted;
+    const perm = new Uint32Array(this.n);
+    for (let i = 0; i < this.n; i++) perm[next[this.tags[i]!]!++] = i;
+    this.perm = perm;
     this.starts = starts;
   }
 
-  /**
-   * The slot's records of level `l` (index into LEVELS), ascending, ROLLUP_FIELDS each; null when the level does
-   * not pay or the slot is unordered.
-   */
-  records(slot: number, l: number): Float64Array | null {
+  /** How many records the slot has at level `l` (index into LEVELS); 0 when the level does not pay or the slot is unordered. */
+  recordCount(slot: number, l: number): number {
     const sl = slot * 2 + l;
-    if (this.unordered[slot] || this.emitted[sl] === DEAD || !this.starts || !this.sorted) return null;
-    return this.sorted.subarray(this.starts[sl]! * F, this.starts[sl + 1]! * F);
+    if (this.unordered[slot] || this.emitted[sl] === DEAD || !this.starts) return 0;
+    return this.starts[sl + 1]! - this.starts[sl]!;
+  }
+
+  /** The slot's records of level `l`, ascending, ROLLUP_FIELDS doubles each, written little-endian at `off`. */
+  writeRecords(slot: number, l: number, buf: Buffer, off: number): void {
+    const sl = slot * 2 + l;
+    const { perm, starts, out } = this;
+    if (!perm || !starts) throw new Error('rollup stream: records asked for before finish()');
+    for (let k = starts[sl]!; k < starts[sl + 1]!; k++) {
+      const o = perm[k]! * F;
+      for (let f = 0; f < F; f++, off += 8) buf.writeDoubleLE(out[o + f]!, off);
+    }
   }
 
   /** Moves the open record to the closed ones; false (and the level dead) when that is one record too many. */
