@@ -224,6 +224,31 @@ def sdm630(unit):
         im.f32(IR, 0x015A + 2 * i, f"import_energy_l{i + 1}", imp, "kWh")
         im.f32(IR, 0x0160 + 2 * i, f"export_energy_l{i + 1}", exp, "kWh")
         im.f32(IR, 0x0166 + 2 * i, f"total_energy_l{i + 1}", round(imp + exp, 1), "kWh")
+    # the rest of Eastron's V1.8 input table (a Tinkerforge WARP charger reads every one of them)
+    for i, angle in enumerate([11.8, 12.1, 11.5]):
+        im.f32(IR, 0x0024 + 2 * i, f"phase_angle_l{i + 1}", angle, "deg")
+    im.f32(IR, 0x0042, "total_phase_angle", 11.8, "deg")
+    im.f32(IR, 0x0050, "total_apparent_energy", 24012.3, "kVAh")
+    im.f32(IR, 0x0052, "total_ampere_hours", 104321.5, "Ah")
+    im.f32(IR, 0x0056, "max_total_power_demand", 10234.5, "W")
+    im.f32(IR, 0x0064, "total_apparent_power_demand", 7801.4, "VA")
+    im.f32(IR, 0x0066, "max_total_apparent_power_demand", 10456.2, "VA")
+    im.f32(IR, 0x0068, "neutral_current_demand", 1.12, "A")
+    im.f32(IR, 0x006A, "max_neutral_current_demand", 3.45, "A")
+    im.f32(IR, 0x00CE, "voltage_ll_avg", 399.3, "V")
+    for i, thd in enumerate([8.12, 7.95, 8.31]):
+        im.f32(IR, 0x00F0 + 2 * i, f"current_thd_l{i + 1}", thd, "%")
+    im.f32(IR, 0x00FA, "current_thd_avg", 8.13, "%")
+    for i, (dem, mx) in enumerate([(11.2, 24.6), (9.87, 21.3), (10.9, 23.8)]):
+        im.f32(IR, 0x0102 + 2 * i, f"current_demand_l{i + 1}", dem, "A")
+        im.f32(IR, 0x0108 + 2 * i, f"max_current_demand_l{i + 1}", mx, "A")
+    for i, (a, b, thd) in enumerate([(1, 2, 2.05), (2, 3, 2.11), (3, 1, 1.98)]):
+        im.f32(IR, 0x014E + 2 * i, f"voltage_thd_l{a}_l{b}", thd, "%")
+    im.f32(IR, 0x0154, "voltage_ll_thd_avg", 2.05, "%")
+    for i, (imp, exp) in enumerate([(1450.2, 82.1), (1523.7, 79.4), (1347.6, 84.8)]):
+        im.f32(IR, 0x016C + 2 * i, f"import_reactive_energy_l{i + 1}", imp, "kvarh")
+        im.f32(IR, 0x0172 + 2 * i, f"export_reactive_energy_l{i + 1}", exp, "kvarh")
+        im.f32(IR, 0x0178 + 2 * i, f"total_reactive_energy_l{i + 1}", round(imp + exp, 1), "kvarh")
     # serial number: holding FC00h (464513), unsigned int32, read only (B+G e-tech SDM630-Modbus MID V2 manual p. 30)
     im.u32(HR, 0xFC00, "serial_number", 20340789)
     # meter code: holding FC02h (464515), 0070h on an SDM630 (Tinkerforge/evse-v2-bricklet software/src/sdm.c)
@@ -808,9 +833,9 @@ def dtsu666(unit):
     im = Image("dtsu666", "chint-dtsu666",
                "DTSU666 user manual register table (gerontec/dtsu666 README.md transcription; michielfromNL "
                "DTSU666 emulator) and volkszaehler/mbmd meters/rs485/dtsu666.go (FC03, float32, scalers)")
-    im.notes.append("unlisted holding registers inside 0000h-002Eh, 101Eh-1029h and 2000h-2045h answer 0 (not documented)")
+    im.notes.append("unlisted holding registers inside 0000h-002Eh, 101Eh-102Fh and 2000h-2045h answer 0 (not documented)")
     im.dense(HR, 0x0000, 0x002E)
-    im.dense(HR, 0x101E, 0x1029)
+    im.dense(HR, 0x101E, 0x102F)
     im.dense(HR, 0x2000, 0x2045)
 
     def scaled(address, name, value, per_unit, unit_=None):
@@ -824,6 +849,10 @@ def dtsu666(unit):
     im.u16(HR, 0x002E, "address", unit)
     scaled(0x101E, "import_energy", 12345.67, 1, "kWh")
     scaled(0x1028, "export_energy", 2345.5, 1, "kWh")
+    # per-phase energies, as volkszaehler/mbmd dtsu666.go reads them (ImportL1-L3, ExportL1-L3)
+    for i, (imp, exp) in enumerate([(4100.25, 780.5), (4120.5, 790.25), (4124.92, 774.75)]):
+        scaled(0x1020 + 2 * i, f"import_energy_l{i + 1}", imp, 1, "kWh")
+        scaled(0x102A + 2 * i, f"export_energy_l{i + 1}", exp, 1, "kWh")
     for i, (ll, ln, a, w, var, pf) in enumerate([
             (400.1, 231.2, 5.123, 1183.4, 120.5, 0.985),
             (399.4, 230.6, 4.876, 1120.8, -98.2, 0.981),

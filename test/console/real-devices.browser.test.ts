@@ -136,7 +136,7 @@ browserTest('a test read shows values with units and flags the implausible ones,
     assert.is(await page.textContent('.probe [data-point="current_l1"]'), '5.25 A');
     assert.is(await page.locator('.probe tr:has(th:text-is("voltage_l1")) .flag').count(), 0);
     assert.match(await page.textContent('.probe tr:has(th:text-is("voltage_l2")) .flag') ?? '', /implausible: 0 V: no voltage/);
-    assert.match(await page.textContent('.probe') ?? '', /53 points: \d+ ok, [1-9]\d* implausible, 0 not available, 0 failed/);
+    assert.match(await page.textContent('.probe') ?? '', /88 points: \d+ ok, [1-9]\d* implausible, 0 not available, 0 failed/);
     const over = await sideways(page);
     assert.ok(over <= 0, `the test read scrolls sideways by ${over}px`);
     assert.equal(problems, []);
