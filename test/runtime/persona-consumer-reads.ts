@@ -11,6 +11,8 @@
  *   (FC03, 2 registers, a float), unit 1.
  * - mbmd: volkszaehler/mbmd (fb8f9c2) `meters/rs485/sdm.go`, `sdm120.go`, `sdm230.go` (FC04, 2 registers,
  *   RTUIeee754ToFloat64) and `dtsu666.go` (FC03, a float divided by 10, 1000, 100 or 1).
+ * - Victron's meter library: M-o-a-T/victron-meter-library (88ac937) `Eastron_SDM120.py`, `Eastron_SDM630v2.py` probe
+ *   the meter code at FC02h with the handler's default access, input registers (FC04): 32 an SDM120, 112 an SDM630.
  * - Solax: odig/Solax-DTSU666-Emulator `src/dtsu666.h` (a9ff0da): what the inverter is served, FC03 floats in the
  *   DTSU666's units, the meter type 166 at 000Bh.
  * - SMA Data Manager: the mandatory points of SunSpec models 1, 203 and 213 (sunspec/models 7abdf89
@@ -92,8 +94,12 @@ export const CONSUMER_READS: Record<string, Record<string, ConsumerRead[]>> = {
       ...WARP_INPUT.map((n) => float(4, n - 1)),
     ],
     mbmd: MBMD_SDM630.map((a) => float(4, a)),
+    'Victron meter library': [{ fc: 4, address: 0xfc02, count: 1, decode: 'u16', divisor: 1, expect: 112 }],
   },
-  'eastron-sdm120': { mbmd: MBMD_SDM120.map((a) => float(4, a)) },
+  'eastron-sdm120': {
+    mbmd: MBMD_SDM120.map((a) => float(4, a)),
+    'Victron meter library': [{ fc: 4, address: 0xfc02, count: 1, decode: 'u16', divisor: 1, expect: 32 }],
+  },
   'eastron-sdm230': { mbmd: MBMD_SDM230.map((a) => float(4, a)) },
   'chint-dtsu666': {
     Solax: [{ fc: 3, address: 0x000b, count: 1, decode: 'u16', divisor: 1, expect: 166 }, ...SOLAX_DTSU666.map(([a, d]) => float(3, a, d))],

@@ -306,6 +306,8 @@ rigTest('TCP: SMA\'s Data Manager walks each SunSpec meter from 40000 and reads 
       }
       const expected = m.persona.constants?.float_meter_id ? [1, 203, 213] : [1, 203];
       assert.equal(seen, expected, `${persona}: the chain`);
+      const points = seen.reduce((n, id) => n + (SUNSPEC_MANDATORY[id]?.length ?? (id === 1 ? 3 : 0)), 0);
+      console.log(`    ${persona} · SMA Data Manager: the chain ${seen.join(' → ')}, ${points} mandatory points and their scale factors`);
     }
   } finally {
     c.close();
