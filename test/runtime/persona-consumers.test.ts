@@ -8,8 +8,8 @@
  * reads where the model has a point must also be in the model's own list of what that consumer reads
  * (`persona.consumers`), which the docs' "Known consumers" table and the load-time check rest on.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +18,7 @@ import * as assert from 'uvu/assert';
 import { validateConfig } from '../../src/config/load.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { freePort, kill, rigUnavailable, sleep, waitFor } from '../drivers/modbus-rig.js';
+import { freePort, kill, rigUnavailable, sleep, socatPair } from '../drivers/modbus-rig.js';
 import { RawModbusClient, read } from '../helpers/modbus-tcp-client.js';
 import { needs, peerHook } from '../helpers/peers.js';
 import { RtuMaster } from '../helpers/rtu-master.js';
@@ -80,8 +80,7 @@ test.before(peerHook(why, async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'sg-consumers-'));
   const consumer = path.join(dir, 'ttyA');
   const slavePort = path.join(dir, 'ttyB');
-  socat = spawn('socat', [`pty,raw,echo=0,link=${consumer}`, `pty,raw,echo=0,link=${slavePort}`], { stdio: 'ignore' });
-  await waitFor('socat links', () => existsSync(consumer) && existsSync(slavePort), 5000);
+  socat = await socatPair(consumer, slavePort);
   tcpPort = await freePort();
 
   // Each unit's consumer-read measurements bound to source points of their own (`src.u<unit>_<point>`).
