@@ -144,7 +144,8 @@ async function planTail(fh: FileHandle, size: number, isLive: (series: number) =
   scratch.buf = win.buffer;
   const unordered = new Map<number, (number[] | null)[]>();
   if (stream.unordered.includes(1)) {
-    for (let r = 0; r < n;) {
+    for (let r = 0, groups = 0; r < n; groups++) {
+      if (groups % CHECK_EVERY === 0) await budget.maybeYield();
       const first = r;
       const s = series[order[r]!]!;
       const kind = kinds[order[r]!]!;
