@@ -31,7 +31,7 @@ const UNIT_CLASS: Record<string, string> = {
 const COUNTER_UNITS = new Set(['Wh', 'kWh', 'MWh', 'varh', 'kvarh', 'VAh', 'kVAh', 'm³', 'L']);
 const COUNTER_NAME = /(^|_)(count|counter|pulses?|impulses?)(_?\d+)?$/i;
 /** Settings, identities and codes, not measurements: no statistics, shown under the device's diagnostics. */
-const DIAGNOSTIC_NAME = /(_sf$|(^|_)(address|baud_rate|version|serial_number|manufacturer|model|code|type|status_word|control_word|events?)(_|$))/i;
+const DIAGNOSTIC_NAME = /(_sf$|(^|_)(address|baud_rate|version|serial_number|manufacturer|model|code|type|status_word|control_word|events?|application)(_|$)|_(id|length)$)/i;
 
 export function isDiagnostic(p: PointInfo): boolean {
   return DIAGNOSTIC_NAME.test(p.name);

@@ -70,7 +70,10 @@ test('units as HA spells them; counters are totals', () => {
   // A power factor's scale factor is an exponent, not a power factor.
   assert.equal([find('sunspec-inverter', 'pf_sf').device_class, find('sunspec-inverter', 'pf_sf').entity_category], [undefined, 'diagnostic']);
   // Identity codes and settings are no measurements: the Eastron meter code and system type are diagnostics.
-  for (const [model, point] of [['eastron-sdm630', 'meter_code'], ['eastron-sdm630', 'system_type'], ['eastron-sdm120', 'software_version']] as const) {
+  // So are a SunSpec chain's model ids and lengths and the EM24's application setting.
+  for (const [model, point] of [['eastron-sdm630', 'meter_code'], ['eastron-sdm630', 'system_type'], ['eastron-sdm120', 'software_version'],
+    ['sunspec-meter-203', 'meter_id'], ['sunspec-meter-203', 'common_length'], ['sunspec-meter-203-213', 'float_meter_length'],
+    ['sunspec-inverter-103', 'end_id'], ['carlo-gavazzi-em24', 'application']] as const) {
     assert.equal([find(model, point).state_class, find(model, point).entity_category], [undefined, 'diagnostic'], `${model}.${point}`);
   }
 });
