@@ -1,7 +1,8 @@
 /**
  * A seal reads its log through a fixed window (log-window.ts) and rolls numeric series up as the samples stream
  * past (rollup-stream.ts): a log several windows long with blocks across the windows' edges, a block longer than
- * the window, and a series whose samples are out of time order in the log (read again and sorted) must seal to
+ * the window, a series whose minute rollups make a block larger than the tail's 64 KiB stage (tail-cursor.ts), and
+ * a series whose samples are out of time order in the log (read again and sorted) must seal to
  * the values and rollups their raw samples give. A flush that would take a log past its block limit starts the
  * next log (the log index stops at the limit).
  */
@@ -13,6 +14,7 @@ import { ROLLUP_MIN_SAMPLES, rollups, sealLog, type SealScratch } from '../../sr
 import { FlushBlocks } from '../../src/store/history/flush-blocks.js';
 import { HOUR, KIND_HOUR, KIND_MINUTE, MINUTE, ROLLUP_FIELDS, emptySamples } from '../../src/store/history/format.js';
 import { WINDOW_BYTES } from '../../src/store/history/log-window.js';
+import { STAGE_BYTES } from '../../src/store/history/tail-cursor.js';
 import { SampleBuffer } from '../../src/store/history/sample-buffer.js';
 import { MAX_LOG_BLOCKS, SealedSegment } from '../../src/store/history/segment.js';
 import { FakeClock, open, withDir, within } from './history-helpers.js';
@@ -21,6 +23,7 @@ const T0 = Date.UTC(2024, 4, 1);
 const BIG = 1; // one block longer than the window
 const BACK = 2; // its second flush is earlier than its first
 const MANY = 600; // series 10..609: many small blocks per flush
+const LONG = 3; // 16 hours at 66 samples a minute: its minute rollups (960 records, 69 KB) outgrow a tail stage
 
 type Sample = [series: number, ts: number, value: number];
 
@@ -43,6 +46,7 @@ function fleet(): Sample[][] {
   const flushes: Sample[][] = [];
   // The big block: 120,000 samples 10 ms apart (20 minutes, 12-byte records: 1.44 MB).
   flushes.push(Array.from({ length: 120_000 }, (_, i): Sample => [BIG, T0 + i * 10, Math.sin(i / 500) * 100]));
+  flushes.push(Array.from({ length: 960 * 66 }, (_, i): Sample => [LONG, T0 + Math.floor(i / 66) * MINUTE + (i % 66) * 900, i % 1000]));
   for (let f = 0; f < 40; f++) {
     const samples: Sample[] = [];
     for (let s = 10; s < 10 + MANY; s++) for (let k = 0; k < 8; k++) samples.push([s, T0 + f * 8000 + k * 1000, s * 7 + f * 3 - k]);
@@ -65,7 +69,7 @@ test('a log of several windows, a block longer than the window, a series out of 
     assert.equal(await readdir(dir), ['1.seg']);
     const seg = await SealedSegment.load(1, join(dir, '1.seg'));
     assert.ok(seg);
-    for (const s of [BIG, BACK, 10, 200, 609]) {
+    for (const s of [BIG, BACK, LONG, 10, 200, 609]) {
       const raw = flushes.flat().filter(([x]) => x === s).map(([, ts, v]) => [ts, v] as const)
         .map((p, i) => [...p, i] as const).sort((a, b) => a[0] - b[0] || a[2] - b[2]);
       const out = emptySamples();
@@ -78,7 +82,8 @@ test('a log of several windows, a block longer than the window, a series out of 
         assert.equal([...await seg.readRollups(s, kind)], pays ? want : [], `series ${s}, ${size} ms rollups`);
       }
     }
-    assert.ok(await seg.hasRollups(BACK, KIND_MINUTE) && await seg.hasRollups(BIG, KIND_MINUTE), 'the cases under test have rollups');
+    assert.ok(await seg.hasRollups(BACK, KIND_MINUTE) && await seg.hasRollups(BIG, KIND_MINUTE) && await seg.hasRollups(LONG, KIND_MINUTE), 'the cases under test have rollups');
+    assert.ok((await seg.readRollups(LONG, KIND_MINUTE)).length * 8 > STAGE_BYTES, 'a rollup block larger than a tail stage');
   })));
 
 test('a flush that would take the log past its block limit starts the next log; the full one is sealed', () =>

@@ -108,8 +108,8 @@ export async function writeTail(fh: FileHandle, size: number, plan: SealPlan, st
       const len = HEADER_BYTES + c * ROLLUP_RECORD;
       if (!rolls.fits(len)) await rolls.flush();
       const at = rolls.pos;
-      const buf = rolls.buf;
       const off = rolls.take(len);
+      const buf = rolls.buf; // after take(): a block larger than the stage gets a buffer of its own
       const sorted = plan.unordered.get(slot)?.[l];
       if (sorted) for (let i = 0; i < sorted.length; i++) buf.writeDoubleLE(sorted[i]!, off + HEADER_BYTES + i * 8);
       else stream.writeRecords(slot, l, buf, off + HEADER_BYTES);
