@@ -156,6 +156,26 @@ test('consecutive timeouts bus-wide reopen the link inside the slot', async () =
   }
 });
 
+test('consecutive timeouts while bytes are heard on the line (another master, its answers) do not reopen it: the adapter receives', async () => {
+  const link = new FakeLink();
+  link.behaviour = () => {
+    link.rx = performance.now(); // something on the line during each of our timeouts
+    return 'timeout';
+  };
+  const bus = owner(link, { reopenAfterTimeouts: 3 });
+  await bus.start();
+  try {
+    for (let i = 0; i < 6; i++) await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })).catch(() => {});
+    assert.is(link.opens, 1, 'opened once, at start');
+    // Silence again: the next run of timeouts is the adapter's, and reopens it.
+    link.behaviour = () => 'timeout';
+    for (let i = 0; i < 3; i++) await bus.enqueue(PRIORITY.poll, (io) => io.request(1, { fc: 3, address: 0, count: 1 })).catch(() => {});
+    assert.is(link.opens, 2);
+  } finally {
+    await bus.stop();
+  }
+});
+
 test('listen before talk: t3.5 after the last byte heard from anyone, the answer to another master\'s request, a babbling line only so long', async () => {
   const link = new FakeLink();
   const bus = owner(link, { drainMaxMs: 60 });

@@ -75,6 +75,8 @@ export class BusOwner {
   private stopped = true;
   private lastFrameEnd = 0;
   private consecutiveTimeouts = 0;
+  /** When the first request of the current run of timeouts went out (performance.now()). */
+  private timeoutRunFrom = 0;
   private readonly reopener: Reopener;
   private idle: Promise<void> = Promise.resolve();
   private markIdle: () => void = () => {};
@@ -291,7 +293,7 @@ export class BusOwner {
       if (c.kind === 'timeout') {
         stats.timeouts++;
         this.totals.timeouts++;
-        this.consecutiveTimeouts++;
+        if (this.consecutiveTimeouts++ === 0) this.timeoutRunFrom = t0;
       } else if (c.kind === 'crc') {
         stats.crcErrors++;
         this.totals.crcErrors++;
@@ -306,10 +308,12 @@ export class BusOwner {
       if (c.kind === 'timeout' || c.kind === 'crc') {
         await this.transport.drain(Math.max(this.options.silenceMs * 2, 15), this.options.drainMaxMs);
         if (this.consecutiveTimeouts >= this.options.reopenAfterTimeouts) {
-          // Nobody has answered for a while: the adapter may be wedged or gone without a close event.
-          // Done inside the job's slot so no other request races the reopen.
+          // Nobody has answered for a while: the adapter may be wedged or gone without a close event. Unless
+          // bytes were heard meanwhile (another master and its answers, a slave answering late): then the
+          // adapter receives, and a reopen would only cost the line its time. Done inside the job's slot so no
+          // other request races the reopen.
           this.consecutiveTimeouts = 0;
-          await this.reopener.openNow();
+          if ((this.transport.lastRxAt?.() ?? 0) <= this.timeoutRunFrom) await this.reopener.openNow();
         }
       }
       throw c;
