@@ -66,6 +66,8 @@ let master: RtuMaster;
 let tcpPort = 0;
 let victronPort = 0;
 const served = new Map<number, Served>();
+/** The EM24's values, unit 1 of its own TCP server (the docs' example). */
+let victronServed: Served = new Map();
 const tcpUnitOf = (rtuUnit: number): number => rtuUnit + 10;
 
 /** The docs' Victron example, as written in docs/personas.md. */
@@ -129,7 +131,7 @@ test.before(peerHook(why, async () => {
       emValues.set(name, (to as { value: number | string }).value);
     }
   }
-  served.set(0, emValues); // the EM24 is unit 1 of its own TCP server; 0 keys its values here
+  victronServed = emValues;
 
   const raw = {
     gateway: { id: 'consumers', data_dir: dir, log_level: 'silent' },
@@ -238,7 +240,7 @@ rigTest('TCP: the EM24 bound as the docs\' Victron example: every register the G
   const problems: string[] = [];
   try {
     for (const r of CONSUMER_READS['carlo-gavazzi-em24']!['Victron GX']!) {
-      problems.push(...judge(m, 'Victron GX', served.get(0)!, r, await tcpRead(c, 1, r.fc, r.address, r.count)));
+      problems.push(...judge(m, 'Victron GX', victronServed, r, await tcpRead(c, 1, r.fc, r.address, r.count)));
     }
   } finally {
     c.close();

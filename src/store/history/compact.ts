@@ -117,6 +117,8 @@ async function planTail(fh: FileHandle, size: number, isLive: (series: number) =
   // The numeric series with enough samples for rollups get a slot; their blocks are marked with it.
   const slotOf = index.slots();
   const slotCounts: number[] = [];
+  /** Per slot, where its group starts and ends in `order`. */
+  const slotGroups: [first: number, end: number][] = [];
   let groupCount = 0;
   for (let r = 0; r < n; groupCount++) {
     if (groupCount % CHECK_EVERY === 0) await budget.maybeYield();
@@ -128,6 +130,7 @@ async function planTail(fh: FileHandle, size: number, isLive: (series: number) =
     if (kind !== KIND_NUM || count < ROLLUP_MIN_SAMPLES) continue;
     for (let j = first; j < r; j++) slotOf[order[j]!] = slotCounts.length;
     slotCounts.push(count);
+    slotGroups.push([first, r]);
   }
   const stream = new RollupStream(Uint32Array.from(slotCounts), ROLLUP_MIN_SAMPLES);
   if (slotCounts.length) {
@@ -143,17 +146,10 @@ async function planTail(fh: FileHandle, size: number, isLive: (series: number) =
   }
   scratch.buf = win.buffer;
   const unordered = new Map<number, (number[] | null)[]>();
-  if (stream.unordered.includes(1)) {
-    for (let r = 0, groups = 0; r < n; groups++) {
-      if (groups % CHECK_EVERY === 0) await budget.maybeYield();
-      const first = r;
-      const s = series[order[r]!]!;
-      const kind = kinds[order[r]!]!;
-      let count = 0;
-      for (; r < n && series[order[r]!] === s && kinds[order[r]!] === kind; r++) count += counts[order[r]!]!;
-      const slot = slotOf[order[first]!]!;
-      if (slot >= 0 && stream.unordered[slot]) unordered.set(slot, await sortedRollups(fh, order.subarray(first, r), offsets, count));
-    }
+  for (let slot = 0; slot < slotCounts.length; slot++) {
+    if (!stream.unordered[slot]) continue;
+    const [first, end] = slotGroups[slot]!;
+    unordered.set(slot, await sortedRollups(fh, order.subarray(first, end), offsets, slotCounts[slot]!));
   }
   return { n, offsets, series, kinds, counts, minTs, spans, order, slotOf, groupCount, stream, unordered };
 }

@@ -45,8 +45,10 @@ export const newStages = (): TailStages => [Buffer.allocUnsafe(STAGE_BYTES), Buf
 /** Appends the tail after the log's first `size` bytes; returns the bytes appended. The caller fsyncs. */
 export async function writeTail(fh: FileHandle, size: number, plan: SealPlan, stages: TailStages, budget: TurnBudget): Promise<number> {
   const { n, offsets, series, kinds, counts, minTs, spans, order, slotOf, stream } = plan;
-  const recordsOf = (slot: number, l: number): number => plan.unordered.get(slot)?.[l]?.length
-    ? plan.unordered.get(slot)![l]!.length / ROLLUP_FIELDS : stream.recordCount(slot, l);
+  const recordsOf = (slot: number, l: number): number => {
+    const sorted = plan.unordered.get(slot);
+    return sorted ? (sorted[l]?.length ?? 0) / ROLLUP_FIELDS : stream.recordCount(slot, l);
+  };
   // Every region's place, before the first byte: the rollups' sizes come from their record counts.
   let rollBytes = 0;
   let rollEntries = 0;
