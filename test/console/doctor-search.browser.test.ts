@@ -48,9 +48,20 @@ browserTest('search the line\'s settings, use them for the bus in one click, add
     // Said before it starts: the bus's devices are not polled meanwhile.
     assert.match((await page.textContent('fieldset .warn'))!, /^Polls of the 1 device on this bus pause for about a minute/);
     await fits(page, 'the doctor view with the search chosen');
-    await page.click('button:text-is("Run the doctor")');
-    await page.waitForSelector('[role="note"]:has-text("its devices are not polled")', { timeout: 10_000 });
-    await page.waitForSelector('.doctor-unit[data-unit="1"]', { timeout: 90_000 });
+    // The search probes each setting with a wait of the answer's wire time + 50 ms. The line here is a relay
+    // process of the test: beside a busy job it can hold the meter's answer past every ask of a setting, and the
+    // search rightly moves on. So a search that ended without the meter runs once more (its report printed); a
+    // second miss fails, and so does a search that does not end.
+    let report = '';
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      await page.click('button:text-is("Run the doctor")');
+      await page.waitForSelector('[role="note"]:has-text("its devices are not polled")', { timeout: 10_000 });
+      await page.waitForSelector('.doctor-report [role="status"]', { timeout: 90_000 });
+      if (await page.$('.doctor-unit[data-unit="1"]')) break;
+      report = (await page.textContent('.doctor-report'))!.replace(/\s+/g, ' ');
+      console.log(`  search ${attempt} ended without the meter: ${report}`);
+    }
+    assert.ok(await page.$('.doctor-unit[data-unit="1"]'), `the meter found by one of two searches; the last report: ${report}`);
     assert.is(await page.textContent('.doctor-unit[data-unit="1"] .model'), 'eastron-sdm630');
     assert.is(await page.textContent('.doctor-fixes .found-setting'), '19200 8O1');
     await fits(page, 'the search\'s report with its settings to use');

@@ -19,6 +19,7 @@ import { startGateway, type Gateway } from '../../src/gateway.js';
 import { crc16, crcOk } from '../../src/protocol/modbus/frame.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { freePort, kill, rigUnavailable, sleep, socatPair, waitFor } from '../drivers/modbus-rig.js';
+import { processStamp, waitedBetween } from '../helpers/lateness.js';
 import { RawModbusClient, read } from '../helpers/modbus-tcp-client.js';
 import { needs, peerHook } from '../helpers/peers.js';
 
@@ -124,6 +125,7 @@ rigTest(`a late answer held past the timeout: in the ${WINDOW_S} s after it no g
     await sleep(2000); // the usual round trips are known
     const before = figures();
     const fromCodes = new Map(codes);
+    const from = processStamp();
     slave.holdNext = true;
     await waitFor('the held answer sent', () => slave.heldSent > 0, 5000);
     await sleep(WINDOW_S * 1000);
@@ -136,8 +138,17 @@ rigTest(`a late answer held past the timeout: in the ${WINDOW_S} s after it no g
     assert.ok(!after.devices['m1']!.degraded, said);
     assert.equal(window.map(([k]) => k), ['ok'], `every door read answered with the device's registers: ${said}`);
     assert.ok((window[0]?.[1] ?? 0) >= WINDOW_S * 5, `door reads went on: ${said}`);
-    assert.is(after.bus.timeouts - before.bus.timeouts, 1, `the held answer timed out once: ${said}`);
-    assert.is((after.bus.strayAnswers ?? 0) - (before.bus.strayAnswers ?? 0), 1, `the late answer counted and dropped: ${said}`);
+    // The slave answers within 12 ms of a 300 ms timeout, so on a machine at rest the held answer is the one
+    // timeout. The slave and the gateway share this process: beside a busy job another answer can be kept from
+    // the line as long, and each such timeout must then be the process's own CPU wait (≥ 250 ms of it apiece).
+    const timeouts = after.bus.timeouts - before.bus.timeouts;
+    const waited = waitedBetween(from, processStamp());
+    const excused = Math.floor(waited / 250);
+    assert.ok(timeouts >= 1 && timeouts <= 1 + excused, `the held answer timed out, and no other but what ${waited.toFixed(0)} ms of CPU wait excuses (${excused}): ${said}`);
+    // The held answer is counted and dropped (so is another timed-out one's that came at all), never taken for
+    // the next request's: the door's reads above all got the device's registers.
+    const strays = (after.bus.strayAnswers ?? 0) - (before.bus.strayAnswers ?? 0);
+    assert.ok(strays >= 1 && strays <= timeouts, `the late answers counted and dropped (${strays} of ${timeouts}): ${said}`);
   } finally {
     reading = false;
     await reader.catch(() => {});
