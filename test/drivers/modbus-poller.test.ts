@@ -7,13 +7,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { systemClock } from '../../src/core/clock.js';
 import { BusOwner } from '../../src/drivers/modbus/bus-owner.js';
-import { DEFAULT_HEALTH } from '../../src/drivers/modbus/device-health.js';
+import { DEFAULT_HEALTH, DeviceHealth } from '../../src/drivers/modbus/device-health.js';
 import { compileDevice } from '../../src/drivers/modbus/device-plan.js';
 import { PROBE_LINE_SHARE, Poller } from '../../src/drivers/modbus/poller.js';
 import { WireGarbled, WireTimeout, type ModbusTransport } from '../../src/drivers/modbus/transport.js';
 import { rtuCostModel } from '../../src/protocol/modbus/wire-cost.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { watchLateness } from '../helpers/lateness.js';
+import { stamp, watchLateness } from '../helpers/lateness.js';
 import { FakeSink, device, point, waitFor } from './modbus-rig.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -31,6 +31,8 @@ class ScriptedLink implements ModbusTransport {
   private readonly asked = new Map<number, number>();
   /** When unit 9 (the dead one) was asked, performance.now(). */
   readonly deadAsks: number[] = [];
+  /** The event loop's CPU wait (ms, lateness.ts) at each of those asks. */
+  readonly deadWaits: number[] = [];
   constructor(private readonly script: (unit: number, n: number) => Outcome = () => 'ok') {}
   async open(): Promise<void> { this.up = true; }
   async close(): Promise<void> { this.up = false; }
@@ -39,7 +41,11 @@ class ScriptedLink implements ModbusTransport {
   async request(unit: number): Promise<number[]> {
     const n = this.asked.get(unit) ?? 0;
     this.asked.set(unit, n + 1);
-    if (unit === 9) this.deadAsks.push(performance.now());
+    if (unit === 9) {
+      const at = stamp();
+      this.deadAsks.push(at.t);
+      this.deadWaits.push(at.waited);
+    }
     const outcome = unit === 9 ? 'timeout' : this.script(unit, n);
     if (outcome === 'timeout') {
       await sleep(150);
@@ -135,10 +141,23 @@ test('dead units are probed once per poll interval, within a quarter of the line
   assert.is(poller.probeEveryMs(slow), 5000, 'never more often than the unit is polled');
 });
 
+test('the next probe of a degraded unit counts from the failed probe\'s start (the rule, on its own clock)', () => {
+  const h = new DeviceHealth({ ...DEFAULT_HEALTH, failuresToDegrade: 1 });
+  h.failed(10_150, 1000, 10_000); // sent at 10.0 s, timed out at 10.15 s: degraded
+  assert.is(h.probeAt, 11_000, 'the period from its start, not from its timeout (11,150)');
+  assert.ok(!h.mayPoll(10_999) && h.mayPoll(11_000));
+  h.claim(11_000, 1000);
+  h.failed(11_150, 1000, 11_000);
+  assert.is(h.probeAt, 12_000, 'and so on for every probe');
+  h.failed(11_200, 1000, 11_200); // an on-demand read that failed later does not bring the next probe earlier
+  assert.is(h.probeAt, 12_200);
+});
+
 test('a dead unit\'s probe period counts from the probe\'s start, not from its timeout', async () => {
   // Poll 400 ms, timeout 150 ms: a probe every max(400, 150 / 0.25, the 1 s least backoff) = 1,000 ms from the
-  // last probe's start. Counted from its timeout, probes were 1,150 ms apart or more; a late timer only
-  // lengthens a gap, so the shortest of five under 1,150 ms tells the two apart on a busy machine too.
+  // last probe's start. Counted from its timeout, probes are 1,150 ms apart or more. A gap is judged less the
+  // time the event loop waited for a CPU within it (lateness.ts): beside a busy job every timer is late and
+  // could stretch all five gaps past 1,150 ms, but the loop's own share of a gap stays the schedule's.
   // The link sees a probe after the poller claimed its period (listen before talk, then the write): a busy machine
   // that delays one probe's arrival more than the next's shortens that gap, by no more than the CPU wait measured.
   const link = new ScriptedLink();
@@ -146,9 +165,11 @@ test('a dead unit\'s probe period counts from the probe\'s start, not from its t
   await withPoller([compiled('dead', 9, 400)], async () => {
     await waitFor('six probes after the three failures that degrade it', () => link.deadAsks.length >= 3 + 6, 15_000);
     const probes = link.deadAsks.slice(3);
+    const waits = link.deadWaits.slice(3);
     const gaps = probes.slice(1).map((t, i) => Math.round(t - probes[i]!));
+    const own = gaps.map((g, i) => Math.round(g - (Number.isNaN(waits[i + 1]! - waits[i]!) ? 0 : waits[i + 1]! - waits[i]!)));
     assert.ok(Math.min(...gaps) >= 990 - late.ms, `no probe sooner than its period: gaps ${gaps.join(', ')} ms (${late})`);
-    assert.ok(Math.min(...gaps) < 1150, `probes ${gaps.join(', ')} ms apart: the period counted from each timeout`);
+    assert.ok(Math.min(...own) < 1150, `probes ${gaps.join(', ')} ms apart (${own.join(', ')} ms less the loop's CPU wait in each): the period counted from each timeout`);
   }, link);
 });
 
