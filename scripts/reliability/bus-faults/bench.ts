@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { HopLog } from './hop-log.js';
 import { Observer } from './observer.js';
 import { freePort } from '../../../test/drivers/modbus-rig.js';
 import { startChild, type Running } from '../../bench/child.js';
@@ -36,6 +37,9 @@ export class Bench {
   private slave12: ChildProcess | null = null;
   slave3: ChildProcess | null = null;
   private slave3Starts = 0;
+  /** The socat hop to the gateway's pty, in its own words: when it moved each byte (the collision judge's evidence). */
+  private readonly hop = new HopLog();
+  private readonly hopLog = (text: string, at: number): void => this.hop.feed(text, at);
 
   private p(name: string): string {
     return path.join(this.dir, name);
@@ -44,7 +48,7 @@ export class Bench {
   async start(): Promise<void> {
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'sg-bus-faults-'));
     this.mqttPort = await freePort();
-    this.socatA = await ptyPair(this.p('gw'), this.p('relay-gw'));
+    this.socatA = await ptyPair(this.p('gw'), this.p('relay-gw'), this.hopLog);
     this.socats.push(await ptyPair(this.p('relay-s12'), this.p('s12')), await ptyPair(this.p('relay-s3'), this.p('s3')));
     // In parallel (python starts slowly); each is kept as soon as it runs, so stop() finds it whatever failed.
     const started = await Promise.allSettled([
@@ -53,6 +57,7 @@ export class Bench {
     ]);
     for (const s of started) if (s.status === 'rejected') throw s.reason;
     this.wire = new Wire(this.p('relay-gw'), [this.p('relay-s12'), this.p('relay-s3')], BAUD);
+    this.wire.hop = this.hop;
     await this.wire.start();
     const config = {
       gateway: { id: 'bus-faults', data_dir: this.p('data'), log_level: 'info' },
@@ -99,7 +104,7 @@ export class Bench {
 
   /** The adapter is back under the same name; returns when the line is whole again. */
   async replug(): Promise<number> {
-    this.socatA = await ptyPair(this.p('gw'), this.p('relay-gw'));
+    this.socatA = await ptyPair(this.p('gw'), this.p('relay-gw'), this.hopLog);
     this.wire.hopPid = this.socatA.pid ?? 0;
     await this.wire.attachGateway();
     return performance.now();

@@ -10,6 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import tty from 'node:tty';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { kill, ptyPair } from './procs.js';
 
 export class RelayProbe {
@@ -19,8 +20,11 @@ export class RelayProbe {
   private timer: NodeJS.Timeout | undefined;
   private sentAt = 0;
   private readonly samples: number[] = [];
+  /** This process's own event-loop delay since the last mark(): a relay whose loop stalls hands bytes late. */
+  private readonly loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 1 });
 
   async start(dir: string): Promise<void> {
+    this.loop.enable();
     const [a, b] = [path.join(dir, 'probe-a'), path.join(dir, 'probe-b')];
     this.socat = await ptyPair(a, b);
     this.writer = openSync(a, constants.O_RDWR | constants.O_NOCTTY | constants.O_NONBLOCK);
@@ -43,7 +47,8 @@ export class RelayProbe {
     if (s.length === 0) return 'relay latency not measured';
     const q = (f: number): string => s[Math.floor(f * (s.length - 1))]!.toFixed(1);
     const late = s.filter((x) => x > 11_000 / 9600).length;
-    return `relay latency (spare socat pair, ${s.length} bytes): median ${q(0.5)}, p99 ${q(0.99)}, max ${q(1)} ms; ${(100 * late / s.length).toFixed(1)}% over a character time`;
+    return `relay latency (spare socat pair, ${s.length} bytes): median ${q(0.5)}, p99 ${q(0.99)}, max ${q(1)} ms; ${(100 * late / s.length).toFixed(1)}% over a character time; ` +
+      `the relay's own event-loop delay p99 ${(this.loop.percentile(99) / 1e6).toFixed(1)}, max ${(this.loop.max / 1e6).toFixed(1)} ms`;
   }
 
   /** The `f` quantile of the latencies since `from`, ms (0 when none measured). */
@@ -53,10 +58,12 @@ export class RelayProbe {
   }
 
   mark(): number {
+    this.loop.reset();
     return this.samples.length;
   }
 
   async stop(): Promise<void> {
+    this.loop.disable();
     clearInterval(this.timer);
     this.reader?.destroy();
     if (this.writer !== null) closeSync(this.writer);

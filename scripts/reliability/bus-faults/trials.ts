@@ -5,6 +5,7 @@
  */
 import { Bench, DEVICES, HEALTHY, TIMEOUT_MS } from './bench.js';
 import { sleep, waitFor } from './procs.js';
+import { lineTime, type LineTime } from './line-time.js';
 import type { Violation } from './wire.js';
 import { schedOf } from '../soak/sampler.js';
 
@@ -19,13 +20,18 @@ export interface Trial {
   faulted: number;
   /**
    * Each healthy unit's own frames hit, as a share of the cycles its schedule holds in the window: a cycle
-   * whose request or answer the fault destroyed is the fault's cost, not a poll the gateway failed to keep.
+   * whose request or answer the fault (or another master's frame) destroyed is the fault's cost, not a poll the
+   * gateway failed to keep.
    */
   hitShare: number[];
+  /** What the line allowed the gateway in the window (line-time.ts): another master's time and what it left. */
+  line: LineTime;
   /** Simultaneous starts and collisions another sender caused, at the wire. */
   others: number;
   /** Starts on a heard frame while the gateway's loop waited for a CPU (wire.ts): the machine's load, not counted. */
   heldOff: number;
+  /** Starts the wire saw on a byte the socat hop put on the gateway's pty only after its frame (wire.ts): not counted. */
+  hopHeld: number;
   /**
    * Share of the fault's window the machine kept the gateway's event loop or the relay (this process's loop)
    * from a CPU, the larger of the two: polls it could not run or relay, through no fault of the gateway.
@@ -51,6 +57,7 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const hit0 = hits();
   const o0 = bench.wire.stats.otherCollisions;
   const h0 = bench.wire.stats.heldOff;
+  const hh0 = bench.wire.stats.hopHeld;
   // ms each loop has waited for a CPU so far (0 where the kernel does not say): the gateway's, and the relay's (ours).
   const w0 = cpuWaits(bench);
   const start = performance.now();
@@ -60,12 +67,16 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   const m1 = await bench.metrics();
   await bench.settle(SETTLE_MS).catch(() => problems.push(`not every device polled again ${SETTLE_MS / 1000} s after the fault`));
   await sleep(500); // cycles made up after the fault stay out of the next trial's window
+  bench.wire.confirm(); // the hop's times of this window have come in by now
   const metrics = Object.fromEntries(Object.entries(m1).map(([k, v]) => [k, v - (m0[k] ?? 0)]));
+  const line = lineTime(bench.wire.frames, from, to, { t35: bench.wire.t35, timeoutMs: TIMEOUT_MS, answerWaitMs: TIMEOUT_MS });
+  const lineHits = (id: string): number => line.hits.get(DEVICES.find((d) => d.id === id)!.unit) ?? 0;
   return {
     from: start, to: performance.now(), rates: to > from ? HEALTHY.map((id) => bench.observer.rate(id, pollOf(id), from, to)) : [],
     violations: bench.wire.stats.gatewayViolations.slice(v0), faulted: bench.wire.stats.faulted - f0,
-    hitShare: HEALTHY.map((id, i) => (to > from ? Math.min(1, (hit1[i]! - hit0[i]!) / ((to - from) / pollOf(id))) : 0)), others: bench.wire.stats.otherCollisions - o0,
-    heldOff: bench.wire.stats.heldOff - h0, lost: to > from ? Math.min(1, Math.max(0, ...w1.map((w, i) => w - w0[i]!)) / (to - from)) : 0,
+    hitShare: HEALTHY.map((id, i) => (to > from ? Math.min(1, (hit1[i]! - hit0[i]! + lineHits(id)) / ((to - from) / pollOf(id))) : 0)), line,
+    others: bench.wire.stats.otherCollisions - o0,
+    heldOff: bench.wire.stats.heldOff - h0, hopHeld: bench.wire.stats.hopHeld - hh0, lost: to > from ? Math.min(1, Math.max(0, ...w1.map((w, i) => w - w0[i]!)) / (to - from)) : 0,
     metrics, problems, facts,
   };
 }

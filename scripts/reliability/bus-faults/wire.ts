@@ -17,16 +17,24 @@
  * heard byte while the gateway's event loop waited for a CPU for a character time or more since that byte was
  * handed over is counted apart too (`heldOff`): on a machine loaded by others the loop may run its send timer
  * before it reads what arrived meanwhile (its serial reads also pass through libuv's pool threads, so the wait
- * of all its threads counts, and so does the socat that carries the byte to its pty), which says how busy the
- * machine was, not how the gateway keeps the line; on a machine at rest the wait is ~0 and every such start counts.
+ * of all its threads counts), which says how busy the machine was, not how the gateway keeps the line; on a
+ * machine at rest the wait is ~0 and every such start counts.
+ *
+ * The socat between this process and the gateway's pty is a hop this clock cannot see across: a byte "handed
+ * over" here reaches the gateway only when socat has moved it. Where socat logs its transfers (hop-log.ts), a
+ * start within t3.5 of a handed byte is judged by socat's own times (confirm()): the byte put on the pty after
+ * socat read the gateway's frame was not there to hear (`hopHeld`), less than a character time before it is a
+ * start together, and t3.5 or more is no collision. Without the log, the hop's CPU wait counts as the gateway's.
  */
 import { closeSync, constants, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { SerialPort } from 'serialport';
 import type { Direction, FrameFault } from './faults.js';
+import type { HopLog } from './hop-log.js';
 
 export type Sender = 'gateway' | 'slave' | 'master2';
 
-interface Tx {
+/** A frame on the line as the wire played it. */
+export interface Tx {
   from: Sender;
   bytes: Buffer;
   start: number;
@@ -38,11 +46,24 @@ interface Tx {
   handed?: number;
   /** Pending hand-over to the slaves (requests). */
   delivery?: NodeJS.Timeout;
+  /** Who began the frame that garbled this one (the later of the two to start), or null. */
+  hitBy: Sender | null;
+  /** A gateway frame begun together with another's (the judge's verdict below): nobody's to avoid. */
+  together?: boolean;
+  /** When its last byte so far was handed to the gateway's pty. */
+  lastHandedAt?: number;
+  /**
+   * This process handed its bytes to the gateway with a silence inside that ends an answer there (it waited for
+   * a CPU): the rig split the frame, not the line.
+   */
+  splitByRelay?: boolean;
 }
 
 export interface Violation {
   /** ms from the last byte the gateway can have heard to its frame. */
   gapMs: number;
+  /** The same by the socat hop's own times: from its write of that byte onto the gateway's pty to its read of the frame. */
+  relayGapMs?: number;
   /** ms since the first byte of that frame was handed over, and how many bytes of it had been. */
   sinceFirstMs: number;
   bytes: number;
@@ -63,7 +84,14 @@ export interface WireStats {
   gaps: number[];
   /** Starts on a heard frame while the gateway's loop had been kept from a CPU (see the top): not its doing. */
   heldOff: number;
+  /** Starts the wire saw after a byte that, by the hop's own times, reached the gateway's pty only after its frame. */
+  hopHeld: number;
+  /** The hop's gap (ms) of each start the wire saw within t3.5 of a byte, for the log. */
+  relayGaps: number[];
 }
+
+/** How far socat's stamps and this process's clock may disagree (the wall clock mapped onto performance.now()). */
+const HOP_CLOCK_MS = 0.3;
 
 const openPort = (path: string): Promise<SerialPort> =>
   new Promise((resolve, reject) => {
@@ -71,21 +99,33 @@ const openPort = (path: string): Promise<SerialPort> =>
     port.open((err) => (err ? reject(err) : resolve(port)));
   });
 
+/** Frames kept in `frames`: a full campaign's trial (40 s at ~25 frames/s) several times over. */
+const FRAME_LOG = 20_000;
+
 const garble = (b: number): number => b ^ (1 + Math.floor(Math.random() * 255));
 
 export class Wire {
   readonly charMs: number;
   readonly t35: number;
+  /** The silence that ends an answer at the gateway (rtu-reader.ts's frame gap): handed over with one inside, a frame is cut. */
+  readonly splitMs: number;
   /** The fault applied to every `every`-th gateway or slave frame, or null. */
   fault: FrameFault | null = null;
   every = 20;
   /** Which frames count toward `every`: all (requests and replies) or the gateway's requests only. */
   faultOn: 'all' | 'request' = 'all';
-  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, hitsOf: new Map(), gaps: [], heldOff: 0 };
+  stats: WireStats = { gatewayFrames: 0, gatewayViolations: [], otherCollisions: 0, faulted: 0, hitsOf: new Map(), gaps: [], heldOff: 0, hopHeld: 0, relayGaps: [] };
   /** The gateway's process: its threads' wait for a CPU judges a start on a heard frame (0: not known). */
   gatewayPid = 0;
-  /** The socat that carries bytes between this process and the gateway's pty: its wait counts as the gateway's (0: none). */
+  /**
+   * The socat that carries bytes between this process and the gateway's pty: without its log (`hop`), its wait
+   * counts as the gateway's (0: none).
+   */
   hopPid = 0;
+  /** That socat's own transfer times (hop-log.ts), when it logs them: the judge of starts on a heard byte. */
+  hop: HopLog | null = null;
+  /** Starts within t3.5 of a byte handed over, waiting for the hop's times (confirm()). */
+  private pending: { tx: Tx; handedAt: number; held: boolean; violation: Violation }[] = [];
   /** The gateway's side, read without blocking every millisecond and before anyone else talks. */
   private gw: number | null = null;
   /**
@@ -99,6 +139,8 @@ export class Wire {
   private readonly rx = Buffer.alloc(512);
   private readonly slaves: SerialPort[] = [];
   private txs: Tx[] = [];
+  /** Every frame on the line, in order (the last FRAME_LOG): what the line-time judge reads (line-time.ts). */
+  readonly frames: Tx[] = [];
   /** Hand-overs of other senders' bytes to the gateway's pty: when, and whose last byte it was. */
   private delivered: { at: number; from: Sender; firstAt: number; bytes: number; gatewayWaitMs: number }[] = [];
   private readonly current = new Map<string, Tx>();
@@ -110,6 +152,7 @@ export class Wire {
   constructor(private readonly gatewayEnd: string, private readonly slaveEnds: readonly string[], baud: number) {
     this.charMs = 11_000 / baud;
     this.t35 = baud > 19_200 ? 1.75 : 3.5 * this.charMs;
+    this.splitMs = Math.max(50, 4 * this.t35);
   }
 
   async start(): Promise<void> {
@@ -214,18 +257,22 @@ export class Wire {
         this.stats.hitsOf.set(chunk[0]!, (this.stats.hitsOf.get(chunk[0]!) ?? 0) + 1);
       }
     }
-    const tx: Tx = { from, bytes, start: now, end: now + bytes.length * this.charMs, garbledFrom: null };
+    const tx: Tx = { from, bytes, start: now, end: now + bytes.length * this.charMs, garbledFrom: null, hitBy: null };
     if (from === 'gateway') this.judgeGateway(tx);
     for (const other of this.txs) {
       if (other.end <= now) continue;
       other.garbledFrom = Math.min(other.garbledFrom ?? Infinity, now);
       tx.garbledFrom = now;
+      other.hitBy ??= from;
+      tx.hitBy ??= from;
       if (from !== 'gateway') this.stats.otherCollisions++;
     }
     this.trace?.push(`${now.toFixed(2)} ${from} ${bytes.toString('hex')}${tx.garbledFrom !== null ? ' COLLIDED' : ''}`);
     if (this.trace && this.trace.length > 2000) this.trace.splice(0, 1000);
     this.txs = this.txs.filter((t) => t.end > now - 2000);
     this.txs.push(tx);
+    this.frames.push(tx);
+    if (this.frames.length > FRAME_LOG) this.frames.splice(0, this.frames.length - FRAME_LOG / 2);
     this.current.set(key, tx);
     if (from === 'gateway') {
       this.stats.gatewayFrames++;
@@ -254,13 +301,50 @@ export class Wire {
       }
       const gap = g - d.at;
       if (this.stats.gaps.length < 20_000) this.stats.gaps.push(gap);
-      if (gap < this.t35 && g - d.firstAt >= this.t35 && this.gatewayWaitMs() - d.gatewayWaitMs >= this.charMs) this.stats.heldOff++;
-      else if (gap < this.t35 && g - d.firstAt >= this.t35) {
-        this.stats.gatewayViolations.push({ gapMs: gap, other: d.from, sinceFirstMs: g - d.firstAt, bytes: d.bytes });
-        if (this.trace) console.error(`collision by the gateway at ${g.toFixed(2)} (last empty read ${this.emptyAt.toFixed(2)}):\n${this.trace.slice(-40).join('\n')}`);
-      }
-      else if (fresh || gap < this.t35) this.stats.otherCollisions++; // began as the gateway did: nobody can avoid that
+      const held = this.gatewayWaitMs() - d.gatewayWaitMs >= this.charMs;
+      const violation: Violation = { gapMs: gap, other: d.from, sinceFirstMs: g - d.firstAt, bytes: d.bytes };
+      // With the hop's own times, judged once they have come (confirm()): the wire only sees its side of the hop.
+      if (gap < this.t35 && g - d.firstAt >= this.t35 && this.hop) this.pending.push({ tx, handedAt: d.at, held, violation });
+      else if (gap < this.t35 && g - d.firstAt >= this.t35 && held) this.stats.heldOff++;
+      else if (gap < this.t35 && g - d.firstAt >= this.t35) this.violation(violation);
+      else if (fresh || gap < this.t35) this.together(tx);
       return;
+    }
+  }
+
+  private violation(v: Violation): void {
+    this.stats.gatewayViolations.push(v);
+    if (this.trace) console.error(`collision by the gateway at ${performance.now().toFixed(2)} (last empty read ${this.emptyAt.toFixed(2)}):\n${this.trace.slice(-40).join('\n')}`);
+  }
+
+  /** A gateway frame begun together with another's: nobody can avoid that. */
+  private together(tx: Tx): void {
+    this.stats.otherCollisions++;
+    tx.together = true;
+  }
+
+  /**
+   * Judges the starts the wire saw within t3.5 of a byte it had handed over, by the hop's own times (hop-log.ts):
+   * the byte reached the gateway's pty when socat wrote it there ('<'), and the gateway had written its frame by
+   * the time socat read it ('>'). A byte the hop put on the pty after that read was not there to hear (`hopHeld`);
+   * one put there less than a character time before it was met by a frame already on its way (a start
+   * together); one put there earlier than that and less than t3.5 before is the gateway's collision — counted
+   * apart (`heldOff`) when the gateway's own threads waited a character time for a CPU meanwhile. A start whose
+   * hop transfers have not come is judged by the wire's clock alone. Call once the hop's log has come in (a few
+   * ms after the frames; the trials call it after their settling pause).
+   */
+  confirm(): void {
+    const hop = this.hop;
+    for (const p of this.pending.splice(0)) {
+      const out = hop?.lastBefore('>', p.tx.start + HOP_CLOCK_MS);
+      const into = hop?.firstAfter('<', p.handedAt - HOP_CLOCK_MS);
+      const relayGap = out && into ? out.at - into.at : null;
+      if (relayGap !== null) this.stats.relayGaps.push(relayGap);
+      if (relayGap !== null && relayGap < 0) this.stats.hopHeld++;
+      else if (relayGap !== null && relayGap < this.charMs) this.together(p.tx);
+      else if (relayGap !== null && relayGap >= this.t35) continue;
+      else if (p.held) this.stats.heldOff++;
+      else this.violation({ ...p.violation, ...(relayGap !== null ? { relayGapMs: relayGap } : {}) });
     }
   }
 
@@ -272,7 +356,7 @@ export class Wire {
    */
   private gatewayWaitMs(): number {
     let ns = 0;
-    for (const pid of [this.gatewayPid, this.hopPid]) {
+    for (const pid of [this.gatewayPid, this.hop ? 0 : this.hopPid]) {
       if (!pid) continue;
       try {
         for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[1]);
@@ -318,6 +402,8 @@ export class Wire {
       const byte = tx.bytes[index]!;
       due.push(tx.garbledFrom !== null && tx.start + (index + 1) * this.charMs > tx.garbledFrom ? garble(byte) : byte);
       tx.handedAt ??= now;
+      if (tx.lastHandedAt !== undefined && now - tx.lastHandedAt >= this.splitMs) tx.splitByRelay = true;
+      tx.lastHandedAt = now;
       tx.handed = (tx.handed ?? 0) + 1;
       last = tx;
     }
