@@ -73,7 +73,7 @@ function lineSuite(echo: boolean): ReturnType<typeof suite<{ line: Line | null }
     assert.is(code, 0, stderr.slice(-500));
     assert.equal({ baud: report.line?.baud_rate, parity: report.line?.parity, stop: report.line?.stop_bits }, { baud: 19200, parity: 'odd', stop: 1 });
     assert.is(report.line?.echo, echo);
-    assert.equal(report.units.map((u) => u.unit), [1, 7, 33]);
+    assert.equal(report.units.map((u) => u.unit), [1, 7, 33], `units found; hints: ${report.hints.join(' / ')}`);
     assert.is(report.units.find((u) => u.unit === 7)!.answers, 'exception');
     if (echo) assert.ok(report.hints.some((h) => /echoes/.test(h)), report.hints.join('\n'));
     assert.is(report.units.find((u) => u.unit === 1)!.candidates[0]?.model, 'eastron-sdm630', JSON.stringify(report.units[0], null, 1));

@@ -49,6 +49,19 @@ test('judging: an answer, an echo stripped, a late frame of another unit skipped
   assert.equal(judgeAnswer(req, noise, 0, true).exchange, { kind: 'silence' });
 });
 
+test('judging at the deadline: a frame still coming is told from garbage, so the ask waits for its end', () => {
+  const cut = bytes(req, exception);
+  assert.ok(judgeAnswer(req, cut, req.length + 3, true).incomplete, 'the answer\'s first 3 bytes after the echo');
+  assert.ok(judgeAnswer(req, cut, 4, true).incomplete, 'half the echo');
+  const lateCut = bytes(req, rtuFrame(6, Uint8Array.of(3, 2, 0, 9)));
+  const j = judgeAnswer(req, lateCut, lateCut.length - 2, true);
+  assert.ok(j.incomplete, 'another unit\'s late answer, its CRC not in yet');
+  assert.is(judgeAnswer(req, lateCut, lateCut.length, true).late[0], 6, 'whole, it names its unit');
+  assert.not.ok(judgeAnswer(req, Uint8Array.of(0x55, 0xa1, 0x07, 0xff, 0x00, 0x13), 6, true).incomplete, 'garbage is final');
+  assert.not.ok(judgeAnswer(req, cut, cut.length, true).incomplete, 'a whole answer');
+  assert.not.ok(judgeAnswer(req, cut, 0, true).incomplete, 'silence');
+});
+
 /** A unit's registers as a fake line answers them: data where every register exists, exception 2 elsewhere. */
 class ImageIo implements DoctorIo {
   sent = 0;

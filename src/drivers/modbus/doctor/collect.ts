@@ -17,6 +17,8 @@ export interface Judged {
   echo: boolean;
   /** Units of whole good frames from units not asked. */
   late: number[];
+  /** The bytes end in a frame not whole yet (an echo or an answer still coming): at the deadline, worth a little more wait. */
+  incomplete?: boolean;
 }
 
 const startsWith = (buf: Uint8Array, end: number, prefix: Uint8Array): boolean => {
@@ -41,11 +43,14 @@ export function judgeAnswer(request: Uint8Array, buf: Uint8Array, end: number, f
   } else if (end > 0 && startsWith(buf, end, request) && !final) {
     return { exchange: null, echo, late }; // maybe the echo, still coming
   }
-  const pending = (): Judged => ({ exchange: final ? (at === end ? { kind: 'silence' } : { kind: 'garbage', bytes: end - at }) : null, echo, late });
+  const pending = (incomplete: boolean): Judged => ({
+    exchange: final ? (at === end ? { kind: 'silence' } : { kind: 'garbage', bytes: end - at }) : null, echo, late, ...(incomplete ? { incomplete } : {}),
+  });
+  if (!echo && end > 0 && end < request.length && startsWith(buf, end, request)) return pending(true); // the echo, still coming
   while (at < end) {
     const length = expectedResponseLength(buf, at, end);
-    if (length === NEED_MORE || (length !== UNKNOWN && at + length > end)) return pending();
-    if (length === UNKNOWN || !crcOk(buf, at, at + length)) return pending();
+    if (length === NEED_MORE || (length !== UNKNOWN && at + length > end)) return pending(true);
+    if (length === UNKNOWN || !crcOk(buf, at, at + length)) return pending(false);
     const from = buf[at]!;
     const answerFc = buf[at + 1]!;
     if (from === unit && (answerFc === fc || answerFc === (fc | 0x80))) {
@@ -57,5 +62,5 @@ export function judgeAnswer(request: Uint8Array, buf: Uint8Array, end: number, f
     if (from !== unit) late.push(from);
     at += length;
   }
-  return pending();
+  return pending(false);
 }

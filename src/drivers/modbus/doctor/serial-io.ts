@@ -8,6 +8,7 @@
 import { SerialPort } from 'serialport';
 import { MAX_FRAME, rtuFrame } from '../../../protocol/modbus/frame.js';
 import { judgeAnswer } from './collect.js';
+import { charBits } from './settings.js';
 import type { DoctorIo, Exchange, LineSettings } from '../../../protocol/modbus/doctor-types.js';
 
 export interface SerialDoctorIo extends DoctorIo {
@@ -27,6 +28,9 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
   let sent = 0;
   let echoed = false;
   const late = new Set<number>();
+  const charMs = (charBits(settings) * 1000) / settings.baud_rate;
+  const stepMs = Math.max(5, Math.ceil(4 * charMs));
+  const maxExtendMs = Math.ceil(MAX_FRAME * charMs) + 50;
   port.on('data', (chunk: Buffer) => {
     const n = Math.min(chunk.length, rx.length - rxEnd);
     rx.set(chunk.subarray(0, n), rxEnd);
@@ -48,6 +52,19 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
       for (const u of judged.late) late.add(u);
       resolve(judged.exchange);
     };
+    // A frame still coming at the deadline (its first bytes in: a unit answering right at its limit, or a busy
+    // machine handing bytes over late) is waited for, a few characters at a time, up to a longest frame's wire time
+    // more: cut at the deadline, it read as garbage in this ask and in the next one, and a unit that answered was
+    // never found. A line that is silent, or whose bytes make no frame, ends at the deadline as before.
+    let extended = 0;
+    const deadline = (): void => {
+      if (extended < maxExtendMs && judgeAnswer(frame, rx, rxEnd, true).incomplete) {
+        extended += stepMs;
+        timer = setTimeout(deadline, stepMs);
+        return;
+      }
+      settle(true);
+    };
     onBytes = () => settle(false);
     sent += frame.length;
     port.write(Buffer.from(frame), (err) => {
@@ -56,7 +73,7 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
       onBytes = null;
       reject(err);
     });
-    timer = setTimeout(() => settle(true), timeoutMs);
+    timer = setTimeout(deadline, timeoutMs);
   });
 
   return {
