@@ -1,9 +1,9 @@
 /**
  * The rig plays the line and the slaves: on a real site those are copper and devices with CPUs of their own, and
  * only the gateway shares its machine with others. Here they are processes beside the gateway (this one, socat hops,
- * pymodbus slaves), and beside a busy job they waited for a CPU like the gateway: the relay's latency p99 read
- * 358–778 ms beside three busy loops, a second master's requests went unanswered for want of a relay, and a healthy
- * unit's rate then measured the rig. So the rig's threads run at a higher priority than anything else on the
+ * pymodbus slaves), and beside a busy job they waited for a CPU like the gateway: beside three busy loops and
+ * another job's tests the relay's latency p99 read up to 778 ms a trial, a second master's requests went unanswered
+ * for want of a relay, and a healthy unit's rate then measured the rig (raised, beside three busy loops: 2.7–4.5 ms). So the rig's threads run at a higher priority than anything else on the
  * machine (nice RIG_NICE), the gateway at its own: its wait for a CPU is the machine's load, measured and allowed
  * for (trials.ts), the rig's is not a variable any more. Raising a priority needs root (CAP_SYS_NICE); elsewhere
  * the rig runs as it is and says so once.
