@@ -340,7 +340,10 @@ export class Wire {
       const into = hop?.firstAfter('<', p.handedAt - HOP_CLOCK_MS);
       const relayGap = out && into ? out.at - into.at : null;
       if (relayGap !== null) this.stats.relayGaps.push(relayGap);
-      if (relayGap !== null && relayGap < 0) this.stats.hopHeld++;
+      if (relayGap !== null && relayGap < 0) {
+        this.stats.hopHeld++;
+        p.tx.together = true; // begun before it could hear the byte: for the line's time, as a start together
+      }
       else if (relayGap !== null && relayGap < this.charMs) this.together(p.tx);
       else if (relayGap !== null && relayGap >= this.t35) continue;
       else if (p.held) this.stats.heldOff++;
@@ -350,9 +353,10 @@ export class Wire {
 
   /**
    * ms the gateway's threads have waited for a CPU so far, summed (0 where a pid or the kernel's count is
-   * unknown): its loop, the pool threads its serial reads go through, and the socat hop between the wire and its
-   * pty — a byte socat holds has not reached the gateway (a spare pair's hop read a p99 of 25 ms beside a busy
-   * suite, while the gateway started 2.9 ms after a byte "handed over" and counted a collision of its own).
+   * unknown): its loop, the pool threads its serial reads go through, and — where the hop logs nothing of its own
+   * (`hop`) — the socat between the wire and its pty: a byte socat holds has not reached the gateway (a spare pair's
+   * hop read a p99 of 25 ms beside a busy suite, while the gateway started 2.9 ms after a byte "handed over" and
+   * counted a collision of its own). With the log, the hop's times say it exactly (confirm()).
    */
   private gatewayWaitMs(): number {
     let ns = 0;
