@@ -31,7 +31,10 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
   const charMs = (charBits(settings) * 1000) / settings.baud_rate;
   const stepMs = Math.max(5, Math.ceil(4 * charMs));
   const maxExtendMs = Math.ceil(MAX_FRAME * charMs) + 50;
+  const gapMs = Math.max(50, Math.ceil(4 * 3.5 * charMs));
+  let lastByteAt = -Infinity;
   port.on('data', (chunk: Buffer) => {
+    lastByteAt = performance.now();
     const n = Math.min(chunk.length, rx.length - rxEnd);
     rx.set(chunk.subarray(0, n), rxEnd);
     rxEnd += n;
@@ -52,13 +55,16 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
       for (const u of judged.late) late.add(u);
       resolve(judged.exchange);
     };
-    // A frame still coming at the deadline (its first bytes in: a unit answering right at its limit, or a busy
-    // machine handing bytes over late) is waited for, a few characters at a time, up to a longest frame's wire time
-    // more: cut at the deadline, it read as garbage in this ask and in the next one, and a unit that answered was
-    // never found. A line that is silent, or whose bytes make no frame, ends at the deadline as before.
+    // A frame still coming at the deadline (its first bytes in and more still arriving: a unit answering right at
+    // its limit, or a busy machine handing bytes over late) is waited for, a few characters at a time, up to a
+    // longest frame's wire time more: cut at the deadline, it read as garbage in this ask and in the next one, and
+    // a unit that answered was never found. A frame ends after the gateway's frame gap of silence (rtu-reader.ts),
+    // so bytes that stopped coming, like a silent line or bytes that make no frame, end at the deadline as before:
+    // a scan of 247 units never waits longer on noise.
     let extended = 0;
     const deadline = (): void => {
-      if (extended < maxExtendMs && judgeAnswer(frame, rx, rxEnd, true).incomplete) {
+      const flowing = performance.now() - lastByteAt < gapMs;
+      if (flowing && extended < maxExtendMs && judgeAnswer(frame, rx, rxEnd, true).incomplete) {
         extended += stepMs;
         timer = setTimeout(deadline, stepMs);
         return;
