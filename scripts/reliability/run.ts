@@ -3,6 +3,7 @@
  * build/reliability.md, exit 1 on any miss. `--reduced` runs the short set (what `make test` runs through
  * test/reliability/). `--only NAME[,NAME]` runs some campaigns; `--trials REGEX` only the trials of a campaign
  * whose name it matches (bus-faults: e.g. `--only bus-faults --trials 'second master'`; its baseline always runs).
+ * `--no-report` leaves build/reliability.md alone (a test that runs a campaign in a process of its own).
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -17,7 +18,7 @@ const CAMPAIGNS: Record<string, () => Promise<Campaign>> = {
   soak: async () => (await import('./soak.js')).soak,
 };
 
-const { values } = parseArgs({ options: { reduced: { type: 'boolean' }, only: { type: 'string' }, trials: { type: 'string' } } });
+const { values } = parseArgs({ options: { reduced: { type: 'boolean' }, only: { type: 'string' }, trials: { type: 'string' }, 'no-report': { type: 'boolean' } } });
 const reduced = values.reduced === true;
 const trials = values.trials ? new RegExp(values.trials, 'i') : undefined;
 const names = values.only ? values.only.split(',') : Object.keys(CAMPAIGNS);
@@ -40,6 +41,8 @@ for (const name of names) {
 }
 const header = `${reduced ? 'Reduced set' : 'Full campaign'}, ${started.toISOString()}, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? '?'}, node ${process.version}.`;
 console.log(`\n${formatTable(rows)}`);
-await writeReport(rows, header);
-console.log('\nwritten to build/reliability.md');
+if (!values['no-report']) {
+  await writeReport(rows, header);
+  console.log('\nwritten to build/reliability.md');
+}
 process.exit(rows.every((r) => r.ok) ? 0 : 1);

@@ -43,19 +43,25 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 
 export function waitReady(child: ChildProcess, timeoutMs = START_MS): Promise<number> {
   return new Promise((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`gateway not ready in ${timeoutMs} ms`)), timeoutMs);
+    let err = ''; // what it said on stderr: why a start that exits before ready failed
+    const onErr = (d: Buffer): void => {
+      err = (err + d.toString()).slice(-2000);
+    };
+    child.stderr?.on('data', onErr);
+    const timer = setTimeout(() => reject(new Error(`gateway not ready in ${timeoutMs} ms: ${err.slice(-500)}`)), timeoutMs);
     const onData = (d: Buffer): void => {
       buf += d.toString();
       const line = buf.split('\n').find((l) => l.includes('"msg":"ready"'));
       if (!line) return;
       clearTimeout(timer);
       child.stdout!.off('data', onData);
+      child.stderr?.off('data', onErr);
       resolve((JSON.parse(line) as { httpPort: number }).httpPort);
     };
     child.stdout!.on('data', onData);
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`gateway exited (${code}) before ready: ${buf.slice(-500)}`));
+      reject(new Error(`gateway exited (${code}) before ready: ${buf.slice(-500)}${err ? ` — stderr: ${err.slice(-500)}` : ''}`));
     });
   });
 }
