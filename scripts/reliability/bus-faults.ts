@@ -168,7 +168,7 @@ function judge(t: Trial, baseline: Trial, corrupt: number, rateGoal: number): st
   // of the cycles the fault left alone.
   // Beside another master, of the cycles the line time it left could carry (line-time.ts; 1 on a line of our own).
   const machine = rateGoal * (1 - Math.max(0, t.lost - baseline.lost));
-  const carry = carryShare(t.line, baseline.line.transactionMs, silenceMs(BAUD), DEMAND_PER_S);
+  const carry = carryOf(t.line, baseline);
   t.rates.forEach((r, i) => {
     const ratio = r / baseline.rates[i]!;
     const goal = machine * carry * (1 - (t.hitShare[i] ?? 0));
@@ -192,7 +192,7 @@ function describe(t: Trial, baseline: Trial): string[] {
     ...(t.rates.length ? [`${HEALTHY.map((id, i) => `${id} ${pct(t.rates[i]! / baseline.rates[i]!)}${t.hitShare[i] ? ` (${pct(t.hitShare[i]!)} of its cycles hit)` : ''}`).join(', ')} of baseline rate ` +
       `(gateway or relay waiting for a CPU ${pct(t.lost)} of the window, baseline ${pct(baseline.lost)})`] : []),
     ...t.facts,
-    ...(t.line.othersMs > 0 ? [lineFacts(t.line, baseline.line.transactionMs)] : []),
+    ...(t.line.othersMs > 0 ? [lineFacts(t.line, baseline)] : []),
     `${t.faulted} frames hit, bus ${Object.entries(t.metrics).map(([k, v]) => `${k} +${v}`).join(' ')}`,
     `${t.violations.length} collisions by the gateway`,
     ...t.problems.map((p) => `PROBLEM ${p}`),
@@ -208,7 +208,7 @@ function summarize(trials: readonly Trial[], baseline: Trial): string {
   const last = trials.at(-1)!;
   parts.push(...last.facts);
   const shared = trials.filter((t) => t.line.othersMs > 0);
-  if (shared.length) parts.push(shared.map((t) => lineFacts(t.line, baseline.line.transactionMs)).join(' / '));
+  if (shared.length) parts.push(shared.map((t) => lineFacts(t.line, baseline)).join(' / '));
   const hit = trials.reduce((n, t) => n + t.faulted, 0);
   if (hit) parts.push(`${hit} frames hit`);
   const crc = trials.reduce((n, t) => n + (t.metrics['crc_errors'] ?? 0), 0);
@@ -224,10 +224,14 @@ function summarize(trials: readonly Trial[], baseline: Trial): string {
 }
 
 /** The line time another master took, what it left and the gateway's use of it, in words. */
-function lineFacts(line: LineTime, transactionMs: number): string {
+function lineFacts(line: LineTime, baseline: Trial): string {
+  const transactionMs = baseline.line.transactionMs;
   const hits = [...line.hits.values()].reduce((a, b) => a + b, 0);
-  const carry = carryShare(line, transactionMs, silenceMs(BAUD), DEMAND_PER_S);
+  const carry = carryOf(line, baseline);
   return `others took ${(line.othersMs / 1000).toFixed(2)} s of the ${(line.windowMs / 1000).toFixed(2)} s line (${pct(line.othersMs / line.windowMs)}: ` +
     `another master's transactions, and ${hits} of the gateway's that others garbled), left ${(line.leftMs / 1000).toFixed(2)} s: room for ${pct(carry)} of the configured cycles ` +
     `at ${transactionMs.toFixed(0)} ms + 2 × t3.5 each; the gateway's transactions took ${(line.gatewayMs / 1000).toFixed(2)} s, ${pct(line.gatewayMs / Math.max(1, line.leftMs))} of what was left`;
 }
+
+/** The share of the configured cycles `line`'s room carries, a cycle costing the baseline's transaction (line-time.ts). */
+const carryOf = (line: LineTime, baseline: Trial): number => carryShare(line, baseline.line.transactionMs, silenceMs(BAUD), DEMAND_PER_S);

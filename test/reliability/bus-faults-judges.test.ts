@@ -10,7 +10,7 @@ import type { Sender, Tx } from '../../scripts/reliability/bus-faults/wire.js';
 
 const CHAR = 11_000 / 9600;
 const T35 = 3.5 * CHAR;
-const RULES = { t35: T35, timeoutMs: 300, answerWaitMs: 300 };
+const RULES = { t35: T35, timeoutMs: 300 };
 
 /** A frame of `n` bytes for `unit` from `from`, begun at `start` ms. */
 function frame(from: Sender, unit: number, start: number, n: number, more: Partial<Tx> = {}): Tx {

@@ -35,9 +35,8 @@ export interface LineTime {
 
 export interface LineRules {
   t35: number;
-  /** How long the gateway waits for an answer (its own) and leaves another master's request to be answered. */
+  /** How long the gateway waits for an answer: its own, and another master's request's (rtu-line.ts answerWaitMs). */
   timeoutMs: number;
-  answerWaitMs: number;
 }
 
 interface Span {
@@ -82,8 +81,8 @@ export function lineTime(frames: readonly Tx[], from: number, to: number, rules:
     const f = frames[i]!;
     if (f.start < from || f.start >= to || f.from === 'slave') continue;
     if (f.from === 'master2') {
-      const answer = answerOf(frames, i, rules.answerWaitMs);
-      taken.push({ from: f.start, to: answer ? answer.end + rules.t35 : f.end + rules.answerWaitMs });
+      const answer = answerOf(frames, i, rules.timeoutMs);
+      taken.push({ from: f.start, to: answer ? answer.end + rules.t35 : f.end + rules.timeoutMs });
       continue;
     }
     const unit = f.bytes[0]!;

@@ -69,7 +69,7 @@ async function measure(bench: Bench, fault: () => Promise<{ from: number; to: nu
   await sleep(500); // cycles made up after the fault stay out of the next trial's window
   bench.wire.confirm(); // the hop's times of this window have come in by now
   const metrics = Object.fromEntries(Object.entries(m1).map(([k, v]) => [k, v - (m0[k] ?? 0)]));
-  const line = lineTime(bench.wire.frames, from, to, { t35: bench.wire.t35, timeoutMs: TIMEOUT_MS, answerWaitMs: TIMEOUT_MS });
+  const line = lineTime(bench.wire.frames, from, to, { t35: bench.wire.t35, timeoutMs: TIMEOUT_MS });
   const lineHits = (id: string): number => line.hits.get(DEVICES.find((d) => d.id === id)!.unit) ?? 0;
   return {
     from: start, to: performance.now(), rates: to > from ? HEALTHY.map((id) => bench.observer.rate(id, pollOf(id), from, to)) : [],

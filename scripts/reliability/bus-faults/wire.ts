@@ -30,6 +30,7 @@ import { closeSync, constants, openSync, readdirSync, readFileSync, readSync, wr
 import { SerialPort } from 'serialport';
 import type { Direction, FrameFault } from './faults.js';
 import type { HopLog } from './hop-log.js';
+import { answerGapMs } from '../../../src/protocol/modbus/wire-cost.js';
 
 export type Sender = 'gateway' | 'slave' | 'master2';
 
@@ -107,7 +108,7 @@ const garble = (b: number): number => b ^ (1 + Math.floor(Math.random() * 255));
 export class Wire {
   readonly charMs: number;
   readonly t35: number;
-  /** The silence that ends an answer at the gateway (rtu-reader.ts's frame gap): handed over with one inside, a frame is cut. */
+  /** The silence that ends an answer at the gateway (answerGapMs): handed over with one inside, a frame is cut. */
   readonly splitMs: number;
   /** The fault applied to every `every`-th gateway or slave frame, or null. */
   fault: FrameFault | null = null;
@@ -152,7 +153,7 @@ export class Wire {
   constructor(private readonly gatewayEnd: string, private readonly slaveEnds: readonly string[], baud: number) {
     this.charMs = 11_000 / baud;
     this.t35 = baud > 19_200 ? 1.75 : 3.5 * this.charMs;
-    this.splitMs = Math.max(50, 4 * this.t35);
+    this.splitMs = answerGapMs(baud);
   }
 
   async start(): Promise<void> {

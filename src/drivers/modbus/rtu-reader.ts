@@ -10,7 +10,7 @@
  * an answer that came after another frame (someone else's).
  */
 import { EventEmitter } from 'node:events';
-import { charMs, silenceMs } from '../../protocol/modbus/wire-cost.js';
+import { answerGapMs, charMs, silenceMs } from '../../protocol/modbus/wire-cost.js';
 import { AnswerFinder } from './answer-finder.js';
 import { SerialBytes, type LineBinding, type LineDirection } from './serial-bytes.js';
 import type { RtuOptions } from './transport.js';
@@ -23,10 +23,7 @@ export abstract class RtuReader extends EventEmitter {
   protected readonly bytes: SerialBytes;
   protected readonly t35: number;
   protected readonly charMs: number;
-  /**
-   * Silence that ends an answer: t3.5 in the standard, but USB adapters hand bytes over in bursts (an FTDI
-   * waits up to 16 ms), so never under 50 ms — still a sixth of the default timeout.
-   */
+  /** Silence that ends an answer (wire-cost.ts answerGapMs). */
   protected readonly frameGapMs: number;
   /** Bytes read outside a transaction (heard). */
   private readonly scratch = Buffer.alloc(512);
@@ -37,7 +34,7 @@ export abstract class RtuReader extends EventEmitter {
     super();
     this.t35 = silenceMs(options.baudRate);
     this.charMs = charMs(options.baudRate);
-    this.frameGapMs = Math.max(50, Math.ceil(4 * this.t35));
+    this.frameGapMs = answerGapMs(options.baudRate);
     this.finder = new AnswerFinder(options.path, { t35: this.t35, charMs: this.charMs, frameGapMs: this.frameGapMs }, options.echo);
     this.finder.ownLate = (bytes, at) => this.ownLate(bytes, at);
     this.finder.onSettle = () => this.stopTimers();

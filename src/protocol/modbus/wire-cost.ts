@@ -33,6 +33,12 @@ export const charMs = (baud: number): number => 11_000 / baud;
 export const silenceMs = (baud: number): number => (baud > 19_200 ? 1.75 : 3.5 * charMs(baud));
 
 /**
+ * Silence that ends an answer as a master reads it: t3.5 in the standard, but USB adapters hand bytes over in
+ * bursts (an FTDI waits up to 16 ms), so never under 50 ms — still a sixth of the default timeout.
+ */
+export const answerGapMs = (baud: number): number => Math.max(50, Math.ceil(4 * silenceMs(baud)));
+
+/**
  * RTU cost at a baud rate. `turnaroundMs` is the slave's reply latency: typical meters answer in
  * 2–10 ms; 3 ms keeps the model honest without making every gap look cheap.
  */

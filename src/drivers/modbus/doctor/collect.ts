@@ -40,13 +40,11 @@ export function judgeAnswer(request: Uint8Array, buf: Uint8Array, end: number, f
   if (end >= request.length && startsWith(buf, end, request)) {
     echo = true;
     at = request.length;
-  } else if (end > 0 && startsWith(buf, end, request) && !final) {
-    return { exchange: null, echo, late }; // maybe the echo, still coming
   }
   const pending = (incomplete: boolean): Judged => ({
     exchange: final ? (at === end ? { kind: 'silence' } : { kind: 'garbage', bytes: end - at }) : null, echo, late, ...(incomplete ? { incomplete } : {}),
   });
-  if (!echo && end > 0 && end < request.length && startsWith(buf, end, request)) return pending(true); // the echo, still coming
+  if (!echo && end > 0 && startsWith(buf, end, request)) return pending(true); // maybe the echo, still coming
   while (at < end) {
     const length = expectedResponseLength(buf, at, end);
     if (length === NEED_MORE || (length !== UNKNOWN && at + length > end)) return pending(true);

@@ -9,6 +9,7 @@ import { SerialPort } from 'serialport';
 import { MAX_FRAME, rtuFrame } from '../../../protocol/modbus/frame.js';
 import { judgeAnswer } from './collect.js';
 import { charBits } from './settings.js';
+import { answerGapMs } from '../../../protocol/modbus/wire-cost.js';
 import type { DoctorIo, Exchange, LineSettings } from '../../../protocol/modbus/doctor-types.js';
 
 export interface SerialDoctorIo extends DoctorIo {
@@ -31,7 +32,7 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
   const charMs = (charBits(settings) * 1000) / settings.baud_rate;
   const stepMs = Math.max(5, Math.ceil(4 * charMs));
   const maxExtendMs = Math.ceil(MAX_FRAME * charMs) + 50;
-  const gapMs = Math.max(50, Math.ceil(4 * 3.5 * charMs));
+  const gapMs = answerGapMs(settings.baud_rate);
   let lastByteAt = -Infinity;
   port.on('data', (chunk: Buffer) => {
     lastByteAt = performance.now();
@@ -58,7 +59,7 @@ export async function openSerialDoctorIo(path: string, settings: LineSettings): 
     // A frame still coming at the deadline (its first bytes in and more still arriving: a unit answering right at
     // its limit, or a busy machine handing bytes over late) is waited for, a few characters at a time, up to a
     // longest frame's wire time more: cut at the deadline, it read as garbage in this ask and in the next one, and
-    // a unit that answered was never found. A frame ends after the gateway's frame gap of silence (rtu-reader.ts),
+    // a unit that answered was never found. A frame ends after the gateway's frame gap of silence (answerGapMs),
     // so bytes that stopped coming, like a silent line or bytes that make no frame, end at the deadline as before:
     // a scan of 247 units never waits longer on noise.
     let extended = 0;
